@@ -1,0 +1,51 @@
+# mlkube: `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/mlkube/mlkube/operator.Version=$(VERSION)
+# Tests run against a real kube-apiserver and etcd built from Go modules (hack/control-plane.sh).
+ASSETS     = $(shell hack/control-plane.sh | tail -n 1)
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: generate
+generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and markers.
+	$(GO) tool controller-gen object paths=./operator/api/...
+	$(GO) tool controller-gen crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
+	$(GO) tool controller-gen rbac:roleName=mlkube-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
+
+.PHONY: build
+build: ## Build the operator into bin/.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/mlkube-operator ./operator/cmd/mlkube-operator
+
+.PHONY: control-plane
+control-plane: ## Build kube-apiserver, etcd and kubectl for the tests (cached per version).
+	hack/control-plane.sh
+
+.PHONY: test
+test: ## Run every test against a real control plane (builds it first when missing).
+	@assets="$$(hack/control-plane.sh | tail -n 1)" && \
+	  KUBEBUILDER_ASSETS="$$assets" MLKUBE_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./...
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: run
+run: build ## Run the operator locally against the current kubeconfig (CRDs must be installed: make install).
+	$(BIN)/mlkube-operator --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=:8081
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	kubectl apply --server-side -k operator/config/crd
+
+.PHONY: check-generated
+check-generated: generate ## Fail when generated files differ from what is committed.
+	@git diff --exit-code --stat -- operator/ || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- operator/)"; if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi

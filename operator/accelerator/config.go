@@ -1,0 +1,157 @@
+// Package accelerator reads the accelerator config (which host paths and env vars a container
+// that asks for a GPU needs) and applies it to pods. nodeprobe writes that config; the operator
+// reads it from a file, usually a mounted ConfigMap, and reloads it when it changes.
+package accelerator
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Config maps an extended resource name (nvidia.com/gpu) to what its containers need.
+type Config struct {
+	Accelerators map[string]Accelerator `json:"accelerators"`
+}
+
+// Accelerator is what a container using one kind of accelerator gets.
+type Accelerator struct {
+	Volumes []Volume `json:"volumes,omitempty"`
+	EnvVars []EnvVar `json:"envVars,omitempty"`
+}
+
+// Volume is a host directory mounted read-only into the container.
+type Volume struct {
+	Name      string `json:"name"`
+	HostPath  string `json:"hostPath"`
+	MountPath string `json:"mountPath"`
+}
+
+// EnvVar is set in the container unless the container sets it itself.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Parse reads a config and checks it, naming the field at fault.
+func Parse(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("accelerator config is not valid YAML of the expected shape: %w", err)
+	}
+	return &c, c.Validate()
+}
+
+// Validate checks names and paths; every error names its field.
+func (c *Config) Validate() error {
+	var errs []error
+	for _, res := range c.resources() {
+		a := c.Accelerators[res]
+		at := fmt.Sprintf("accelerators[%q]", res)
+		if msgs := validation.IsQualifiedName(res); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%s: not a resource name: %v", at, msgs))
+		}
+		names := map[string]bool{}
+		for i, v := range a.Volumes {
+			f := fmt.Sprintf("%s.volumes[%d]", at, i)
+			if msgs := validation.IsDNS1123Label(v.Name); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s.name %q: %v", f, v.Name, msgs))
+			}
+			if names[v.Name] {
+				errs = append(errs, fmt.Errorf("%s.name %q: used twice", f, v.Name))
+			}
+			names[v.Name] = true
+			if !path.IsAbs(v.HostPath) {
+				errs = append(errs, fmt.Errorf("%s.hostPath %q: must be an absolute path", f, v.HostPath))
+			}
+			if !path.IsAbs(v.MountPath) {
+				errs = append(errs, fmt.Errorf("%s.mountPath %q: must be an absolute path", f, v.MountPath))
+			}
+		}
+		for i, e := range a.EnvVars {
+			if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s.envVars[%d].name %q: %v", at, i, e.Name, msgs))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) resources() []string {
+	var out []string
+	for r := range c.Accelerators {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Inject gives every container that requests or limits one of the configured resources that
+// resource's volumes (read-only) and env vars. What the pod already defines wins: a volume of the
+// same name, a mount at the same path, or an env var of the same name are left as they are.
+func (c *Config) Inject(spec *corev1.PodSpec) {
+	if c == nil {
+		return
+	}
+	for _, res := range c.resources() {
+		a := c.Accelerators[res]
+		for i := range spec.Containers {
+			ctr := &spec.Containers[i]
+			if !uses(ctr, corev1.ResourceName(res)) {
+				continue
+			}
+			for _, v := range a.Volumes {
+				addVolume(spec, v)
+				if !hasMount(ctr, v.MountPath) {
+					ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.MountPath, ReadOnly: true})
+				}
+			}
+			for _, e := range a.EnvVars {
+				if !hasEnv(ctr, e.Name) {
+					ctr.Env = append(ctr.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+				}
+			}
+		}
+	}
+}
+
+func uses(c *corev1.Container, res corev1.ResourceName) bool {
+	_, req := c.Resources.Requests[res]
+	_, lim := c.Resources.Limits[res]
+	return req || lim
+}
+
+func addVolume(spec *corev1.PodSpec, v Volume) {
+	for _, have := range spec.Volumes {
+		if have.Name == v.Name {
+			return
+		}
+	}
+	spec.Volumes = append(spec.Volumes, corev1.Volume{
+		Name:         v.Name,
+		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: v.HostPath}},
+	})
+}
+
+func hasMount(c *corev1.Container, mountPath string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == mountPath {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEnv(c *corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}

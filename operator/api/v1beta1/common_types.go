@@ -1,0 +1,179 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// RestartPolicy says what happens when a replica's training container exits.
+// +kubebuilder:validation:Enum=ExitCode;OnFailure;Never;Always
+type RestartPolicy string
+
+const (
+	// RestartPolicyExitCode decides by the exit code: 0 is done, 1-127 is a permanent failure
+	// that fails the job, 128-255 (killed by a signal, e.g. 137) is retryable and the operator
+	// recreates the pod, counting the restart against backoffLimit. OOMKilled is permanent.
+	RestartPolicyExitCode RestartPolicy = "ExitCode"
+	// RestartPolicyOnFailure lets the kubelet restart a failed container in place.
+	RestartPolicyOnFailure RestartPolicy = "OnFailure"
+	// RestartPolicyNever never restarts: any non-zero exit fails the job.
+	RestartPolicyNever RestartPolicy = "Never"
+	// RestartPolicyAlways lets the kubelet restart the container whenever it exits.
+	RestartPolicyAlways RestartPolicy = "Always"
+)
+
+// CleanPodPolicy says which pods are deleted once a job has ended.
+// +kubebuilder:validation:Enum=Running;All;None
+type CleanPodPolicy string
+
+const (
+	// CleanPodPolicyRunning deletes the pods still running (typically parameter servers) and
+	// keeps the finished ones, so their logs stay readable.
+	CleanPodPolicyRunning CleanPodPolicy = "Running"
+	// CleanPodPolicyAll deletes every pod of the job.
+	CleanPodPolicyAll CleanPodPolicy = "All"
+	// CleanPodPolicyNone deletes nothing.
+	CleanPodPolicyNone CleanPodPolicy = "None"
+)
+
+// RunPolicy governs a job as a whole: its lifetime, its retries and what stays behind.
+type RunPolicy struct {
+	// cleanPodPolicy says which pods are deleted when the job ends: Running (default) deletes
+	// pods still running and keeps finished ones for their logs, All deletes every pod, None
+	// keeps them all. Replica services are deleted with their pods.
+	// +kubebuilder:default=Running
+	// +optional
+	CleanPodPolicy CleanPodPolicy `json:"cleanPodPolicy,omitempty"`
+
+	// backoffLimit is how many retryable failures (restarts) the job survives, summed over all
+	// replicas; one more fails the job. Unset means 3.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
+
+	// activeDeadlineSeconds bounds the job's running time, counted from status.startTime. When it
+	// passes, the job fails with reason DeadlineExceeded and its running pods are stopped.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// ttlSecondsAfterFinished deletes the job (and, by owner references, everything it owns) this
+	// many seconds after it ended. Unset keeps it until you delete it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// DefaultBackoffLimit is the number of restarts a job survives when runPolicy.backoffLimit is unset.
+const DefaultBackoffLimit int32 = 3
+
+// JobPhase is the coarse lifecycle step of a job, as in the original TfJob.
+type JobPhase string
+
+const (
+	JobPhaseCreating JobPhase = "Creating"
+	JobPhaseRunning  JobPhase = "Running"
+	JobPhaseCleanUp  JobPhase = "CleanUp"
+	JobPhaseFailed   JobPhase = "Failed"
+	JobPhaseDone     JobPhase = "Done"
+)
+
+// JobState is the outcome of a job, as in the original TfJob.
+type JobState string
+
+const (
+	JobStateRunning   JobState = "Running"
+	JobStateSucceeded JobState = "Succeeded"
+	JobStateFailed    JobState = "Failed"
+)
+
+// Condition types a job reports in status.conditions.
+const (
+	JobCreated    = "Created"
+	JobRunning    = "Running"
+	JobRestarting = "Restarting"
+	JobSucceeded  = "Succeeded"
+	JobFailed     = "Failed"
+)
+
+// ReplicaStatus counts the pods of one replica type.
+type ReplicaStatus struct {
+	// type is the replica type, e.g. WORKER.
+	Type string `json:"type"`
+	// replicas is the number of replicas the spec asks for.
+	Replicas int32 `json:"replicas"`
+	// pending pods are created but not running yet.
+	Pending int32 `json:"pending"`
+	// active pods are running.
+	Active int32 `json:"active"`
+	// ready pods are running and ready.
+	Ready int32 `json:"ready"`
+	// succeeded pods exited 0.
+	Succeeded int32 `json:"succeeded"`
+	// failed pods exited non-zero and are not being replaced.
+	Failed int32 `json:"failed"`
+	// restarts is recreated plus the in-place container restarts of the current pods
+	// (OnFailure and Always let the kubelet restart containers); it counts against backoffLimit.
+	Restarts int32 `json:"restarts"`
+	// recreated counts the pods the operator deleted and created again after a retryable failure.
+	Recreated int32 `json:"recreated"`
+}
+
+// TensorboardStatus tells where a job's TensorBoard is served.
+type TensorboardStatus struct {
+	// serviceName is the TensorBoard Service, <job>-tensorboard.
+	ServiceName string `json:"serviceName"`
+	// url is the in-cluster address of TensorBoard.
+	URL string `json:"url"`
+	// proxyPath is the path under the apiserver that proxies to TensorBoard, usable with
+	// `kubectl proxy` (http://localhost:8001<proxyPath>).
+	ProxyPath string `json:"proxyPath"`
+	// ready is true once the TensorBoard Deployment has an available replica.
+	Ready bool `json:"ready"`
+}
+
+// JobStatus is the observed state of a job; the same for every framework.
+type JobStatus struct {
+	// phase is the lifecycle step: Creating, Running, CleanUp, then Done or Failed.
+	// +optional
+	Phase JobPhase `json:"phase,omitempty"`
+	// state is the outcome: Running, Succeeded or Failed.
+	// +optional
+	State JobState `json:"state,omitempty"`
+	// conditions are Created, Running, Restarting, Succeeded and Failed, each with a reason and
+	// a message meant for people.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// replicaStatuses counts pods per replica type.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	ReplicaStatuses []ReplicaStatus `json:"replicaStatuses,omitempty"`
+	// replicas summarizes ready/total pods per replica type for `kubectl get`, e.g.
+	// "master 1/1 worker 2/2 ps 2/2".
+	// +optional
+	Replicas string `json:"replicas,omitempty"`
+	// restarts is the sum of replicaStatuses[*].restarts.
+	// +optional
+	Restarts int32 `json:"restarts,omitempty"`
+	// startTime is when the operator first acted on the job; activeDeadlineSeconds counts from it.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when the job succeeded or failed; ttlSecondsAfterFinished counts from it.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// tensorboard is set when spec.tensorboard is.
+	// +optional
+	Tensorboard *TensorboardStatus `json:"tensorboard,omitempty"`
+	// observedGeneration is the metadata.generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// countedFailures holds the UIDs of failed pods whose restart is already counted, until those
+	// pods are gone. Recording the count before deleting the pod is what keeps restart counts exact
+	// when the operator is killed between the two.
+	// +listType=set
+	// +optional
+	CountedFailures []types.UID `json:"countedFailures,omitempty"`
+}

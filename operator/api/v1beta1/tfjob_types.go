@@ -1,0 +1,146 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TfReplicaType is a role in a distributed TensorFlow cluster.
+// +kubebuilder:validation:Enum=MASTER;CHIEF;WORKER;PS;EVALUATOR
+type TfReplicaType string
+
+const (
+	TfReplicaMaster    TfReplicaType = "MASTER"
+	TfReplicaChief     TfReplicaType = "CHIEF"
+	TfReplicaWorker    TfReplicaType = "WORKER"
+	TfReplicaPS        TfReplicaType = "PS"
+	TfReplicaEvaluator TfReplicaType = "EVALUATOR"
+)
+
+// TfContainerName is the container of each replica that gets TF_CONFIG and whose exit code
+// decides the replica's outcome.
+const TfContainerName = "tensorflow"
+
+// DefaultTfPort is the port TensorFlow's gRPC server listens on when tfPort is unset.
+const DefaultTfPort int32 = 2222
+
+// TfReplicaSpec is one replica group: a role, how many pods play it, and the pod to run.
+// +kubebuilder:validation:XValidation:rule="!(self.tfReplicaType in ['MASTER', 'CHIEF']) || self.replicas == 1",message="a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)"
+// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'tensorflow')",message="template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome"
+type TfReplicaSpec struct {
+	// tfReplicaType is the role: MASTER or CHIEF (at most one of them, one replica, decides when
+	// the job is done), WORKER, PS (parameter servers; they never keep a job alive) or EVALUATOR.
+	// +required
+	TfReplicaType TfReplicaType `json:"tfReplicaType"`
+
+	// replicas is the number of pods of this type (default 1).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// tfPort is the port TensorFlow's gRPC server listens on in each pod (default 2222). It goes
+	// into TF_CONFIG and the replica's headless service.
+	// +kubebuilder:default=2222
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	TfPort int32 `json:"tfPort,omitempty"`
+
+	// restartPolicy says what happens when the tensorflow container exits: ExitCode (default;
+	// 0 done, 1-127 permanent failure, 128-255 retryable, OOMKilled permanent), OnFailure and
+	// Always (the kubelet restarts the container in place), or Never (any failure fails the job).
+	// +kubebuilder:default=ExitCode
+	// +optional
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// template is the pod each replica runs. One container must be named tensorflow.
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// TensorboardSpec asks for a TensorBoard serving the job's logs.
+type TensorboardSpec struct {
+	// logDir is the directory TensorBoard reads event files from, as seen inside its pod
+	// (mount it with volumes and volumeMounts).
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	LogDir string `json:"logDir"`
+
+	// image runs TensorBoard; its command must accept --logdir, --host and --port.
+	// +kubebuilder:default="tensorflow/tensorflow:2.16.1"
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// serviceType is the type of the <job>-tensorboard Service (default ClusterIP).
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +kubebuilder:default=ClusterIP
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+
+	// volumes are added to the TensorBoard pod, typically the one holding logDir.
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// volumeMounts are added to the TensorBoard container.
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+}
+
+// TfJobSpec is a distributed TensorFlow job: its replica groups and how it runs.
+// +kubebuilder:validation:XValidation:rule="self.replicaSpecs.filter(r, r.tfReplicaType in ['MASTER', 'CHIEF']).size() <= 1",message="at most one of MASTER and CHIEF: both name the replica that decides when the job is done"
+// +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.tfReplicaType in ['MASTER', 'CHIEF', 'WORKER'])",message="replicaSpecs needs a MASTER, CHIEF or WORKER group: one of them decides when the job is done"
+type TfJobSpec struct {
+	// replicaSpecs are the replica groups, one per tfReplicaType.
+	// +listType=map
+	// +listMapKey=tfReplicaType
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=5
+	// +required
+	ReplicaSpecs []TfReplicaSpec `json:"replicaSpecs"`
+
+	// tensorboard, when set, runs a TensorBoard Deployment and a <job>-tensorboard Service for
+	// the job; status.tensorboard carries the link.
+	// +optional
+	Tensorboard *TensorboardSpec `json:"tensorboard,omitempty"`
+
+	// runPolicy governs the job as a whole: clean-up, retries, deadline and TTL.
+	// +optional
+	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
+}
+
+// TfJob runs distributed TensorFlow: one pod and one headless service per replica, TF_CONFIG in
+// every pod, restarts by exit code, and a status that says how it is going.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=tfjobs,singular=tfjob,shortName=tfj,categories=mlkube
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.replicas`,description="ready/total pods per replica type"
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica gets a service named <name>-<type>-<index>, and service names stop at 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it prefixes the replica service names (DNS-1035 labels)"
+type TfJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   TfJobSpec `json:"spec"`
+	Status JobStatus `json:"status,omitempty"`
+}
+
+// TfJobList is a list of TfJobs.
+//
+// +kubebuilder:object:root=true
+type TfJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TfJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TfJob{}, &TfJobList{})
+}

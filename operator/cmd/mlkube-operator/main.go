@@ -1,0 +1,64 @@
+// Command mlkube-operator runs TfJobs: it creates each replica's pod and service, injects
+// TF_CONFIG, restarts replicas by exit code and reports status.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mlkube/mlkube/operator"
+)
+
+func main() {
+	var opts operator.Options
+	var qps float64
+	var burst int
+	var showVersion bool
+	flag.StringVar(&opts.Namespace, "namespace", "", "watch only this namespace (default: all namespaces)")
+	flag.StringVar(&opts.AcceleratorConfig, "accelerator-config", "",
+		"path of the accelerator config (host driver volumes and env vars per GPU resource, as nodeprobe publishes it); reloaded when it changes")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "jobs reconciled at once")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one of several replicas acts")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's own)")
+	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
+	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.Float64Var(&qps, "kube-api-qps", -1, "client-side limit of requests per second to the apiserver; negative turns it off and leaves fairness to the apiserver's priority and fairness")
+	flag.IntVar(&burst, "kube-api-burst", 1000, "burst above --kube-api-qps")
+	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: mlkube-operator [flags]\n\nRuns the TfJob operator against the cluster of --kubeconfig, $KUBECONFIG,\nthe in-cluster config or ~/.kube/config, in that order.\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if showVersion {
+		fmt.Println(operator.Version)
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "no cluster to talk to: set --kubeconfig or KUBECONFIG, or run in a pod")
+		os.Exit(1)
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.UserAgent = "mlkube-operator/" + operator.Version
+
+	mgr, err := operator.New(cfg, opts)
+	if err != nil {
+		log.Error(err, "cannot start the operator")
+		os.Exit(1)
+	}
+	log.Info("starting", "version", operator.Version, "namespace", opts.Namespace, "acceleratorConfig", opts.AcceleratorConfig)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "operator stopped")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,120 @@
+// Package operator assembles the mlkube operator: a controller-runtime manager running the
+// replica-job engine for every framework, with the accelerator config, leader election, metrics
+// and health probes. cmd/mlkube-operator is its command line; the tests start it the same way.
+package operator
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/mlkube/mlkube/operator/accelerator"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+	"github.com/mlkube/mlkube/operator/tfjob"
+)
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
+// Version is set at build time (make build).
+var Version = "dev"
+
+// Options are the operator's settings; cmd/mlkube-operator maps its flags onto them.
+type Options struct {
+	// Namespace, when set, is the only namespace the operator watches.
+	Namespace string
+	// AcceleratorConfig is the path of the accelerator config file; empty means none.
+	AcceleratorConfig string
+	// MaxConcurrentReconciles is how many jobs are reconciled at once.
+	MaxConcurrentReconciles int
+
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	MetricsBindAddress      string
+	HealthProbeBindAddress  string
+
+	// ManyPerProcess lets one process run several operators (tests do); controller-runtime
+	// otherwise refuses a second controller of the same name because their metrics would clash.
+	ManyPerProcess bool
+}
+
+// Scheme knows every type the operator reads or writes.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	must(clientgoscheme.AddToScheme(s))
+	must(v1beta1.AddToScheme(s))
+	return s
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// New builds the operator's manager; Start runs it.
+func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
+	if opts.LeaderElectionID == "" {
+		opts.LeaderElectionID = "mlkube-operator.mlkube.io"
+	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 8
+	}
+	mopts := manager.Options{
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if opts.Namespace != "" {
+		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+	}
+	mgr, err := manager.New(cfg, mopts)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	var pods replicajob.PodMutator
+	if opts.AcceleratorConfig != "" {
+		store, err := accelerator.NewStore(opts.AcceleratorConfig, log.Log.WithName("accelerator"))
+		if err != nil {
+			return nil, fmt.Errorf("--accelerator-config: %w", err)
+		}
+		if err := mgr.Add(store); err != nil {
+			return nil, err
+		}
+		pods = store
+	}
+
+	for _, fw := range []replicajob.Framework{tfjob.Framework{}} {
+		r := &replicajob.Reconciler{
+			Client:    mgr.GetClient(),
+			Framework: fw,
+			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
+			Pods:      pods,
+		}
+		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: &opts.ManyPerProcess}); err != nil {
+			return nil, fmt.Errorf("setting up the %s controller: %w", fw.Kind(), err)
+		}
+	}
+	return mgr, nil
+}
+

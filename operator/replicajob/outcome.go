@@ -1,0 +1,91 @@
+package replicajob
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// decide reads the replicas' verdicts and records in status what follows from them: counted
+// restarts, and the job's outcome. It returns the events that explain each decision.
+func (e *Reconciler) decide(job client.Object, replicas []*replica, policy v1beta1.RunPolicy, status *v1beta1.JobStatus, now metav1.Time) []event {
+	decider := e.Framework.Decider(groupsOf(replicas))
+	for _, r := range replicas {
+		if r.pod != nil && r.group.Type == decider && r.index == 0 && r.verdict.Outcome == Succeeded {
+			msg := fmt.Sprintf("%s %d exited 0", strings.ToLower(decider), 0)
+			succeed(status, titleCase(decider)+"Succeeded", msg, now)
+			return []event{{kind: corev1.EventTypeNormal, reason: "Succeeded", action: "Complete", note: "job succeeded: " + msg, related: r.pod}}
+		}
+	}
+
+	for _, r := range replicas {
+		if r.pod != nil && r.verdict.Outcome == Permanent {
+			msg := r.verdict.Describe(r.name) + ": the job failed"
+			reason := "ExitCode"
+			if r.verdict.Reason == "OOMKilled" {
+				reason = "OOMKilled"
+			}
+			fail(status, reason, msg, now)
+			return []event{{kind: corev1.EventTypeWarning, reason: "Failed", action: "Fail", note: msg, related: r.pod}}
+		}
+	}
+
+	if exceeded, msg := deadlineExceeded(status, policy, now); exceeded {
+		fail(status, "DeadlineExceeded", msg, now)
+		return []event{{kind: corev1.EventTypeWarning, reason: "DeadlineExceeded", action: "Fail", note: msg}}
+	}
+
+	return e.countRestarts(replicas, policy, status, now)
+}
+
+func groupsOf(replicas []*replica) []Replica {
+	var groups []Replica
+	for _, r := range replicas {
+		if r.index == 0 {
+			groups = append(groups, r.group)
+		}
+	}
+	return groups
+}
+
+func titleCase(s string) string {
+	s = strings.ToLower(s)
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// finished is true once the job succeeded or failed; nothing undoes that.
+func finished(status *v1beta1.JobStatus) bool {
+	return status.State == v1beta1.JobStateSucceeded || status.State == v1beta1.JobStateFailed
+}
+
+func succeed(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
+	status.State = v1beta1.JobStateSucceeded
+	status.CompletionTime = &now
+	setCondition(status, v1beta1.JobSucceeded, metav1.ConditionTrue, reason, "job succeeded: "+msg, now)
+	endConditions(status, "JobSucceeded", "the job succeeded", now)
+}
+
+func fail(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
+	status.State = v1beta1.JobStateFailed
+	status.CompletionTime = &now
+	setCondition(status, v1beta1.JobFailed, metav1.ConditionTrue, reason, msg, now)
+	endConditions(status, "JobFailed", "the job failed", now)
+}
+
+// endConditions turns off the conditions that describe a job in progress.
+func endConditions(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
+	for _, t := range []string{v1beta1.JobRunning, v1beta1.JobRestarting} {
+		if slices.ContainsFunc(status.Conditions, func(c metav1.Condition) bool { return c.Type == t }) {
+			setCondition(status, t, metav1.ConditionFalse, reason, msg, now)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package replicajob
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// Labels on every replica pod and service. Selecting by them is how the engine, kubectl and the
+// dashboard find a job's replicas.
+const (
+	LabelJobName      = "mlkube.io/job-name"
+	LabelJobKind      = "mlkube.io/job-kind"
+	LabelReplicaType  = "mlkube.io/replica-type"
+	LabelReplicaIndex = "mlkube.io/replica-index"
+)
+
+// ReplicaName is the name of replica (typ, index)'s pod and service: <job>-<type>-<index>.
+// Deterministic names are what make creation idempotent: a repeated reconcile or a restarted
+// operator gets AlreadyExists instead of a second pod.
+func ReplicaName(job, typ string, index int) string {
+	return fmt.Sprintf("%s-%s-%d", job, strings.ToLower(typ), index)
+}
+
+// Host is the address of replica (typ, index) inside the cluster, through its headless service.
+func Host(job client.Object, typ string, index int, port int32) string {
+	return fmt.Sprintf("%s.%s.svc:%d", ReplicaName(job.GetName(), typ, index), job.GetNamespace(), port)
+}
+
+func replicaLabels(kind string, job client.Object, typ string, index int) map[string]string {
+	return map[string]string{
+		LabelJobName:      job.GetName(),
+		LabelJobKind:      strings.ToLower(kind),
+		LabelReplicaType:  strings.ToLower(typ),
+		LabelReplicaIndex: strconv.Itoa(index),
+	}
+}
+
+func ownerRef(kind string, job client.Object) metav1.OwnerReference {
+	return *metav1.NewControllerRef(job, v1beta1.GroupVersion.WithKind(kind))
+}
+
+// podRestartPolicy maps a replica restart policy to the pod's. Under ExitCode the operator, not
+// the kubelet, decides about restarts, so the pod itself never restarts.
+func podRestartPolicy(p v1beta1.RestartPolicy) corev1.RestartPolicy {
+	switch p {
+	case v1beta1.RestartPolicyOnFailure:
+		return corev1.RestartPolicyOnFailure
+	case v1beta1.RestartPolicyAlways:
+		return corev1.RestartPolicyAlways
+	default:
+		return corev1.RestartPolicyNever
+	}
+}
+
+// newPod builds replica (r.Type, index)'s pod from the replica template.
+func (e *Reconciler) newPod(job client.Object, replicas []Replica, r Replica, index int) (*corev1.Pod, error) {
+	kind := e.Framework.Kind()
+	tmpl := r.Template.DeepCopy()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ReplicaName(job.GetName(), r.Type, index),
+			Namespace:       job.GetNamespace(),
+			Labels:          tmpl.Labels,
+			Annotations:     tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(kind, job)},
+		},
+		Spec: tmpl.Spec,
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	for k, v := range replicaLabels(kind, job, r.Type, index) {
+		pod.Labels[k] = v
+	}
+	pod.Spec.RestartPolicy = podRestartPolicy(r.RestartPolicy)
+
+	env, err := e.Framework.Env(job, replicas, r.Type, index)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if c.Name != e.Framework.ContainerName() {
+			continue
+		}
+		c.Env = append(c.Env, env...)
+		if !hasPort(c, r.Port) {
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: "replica-port", ContainerPort: r.Port, Protocol: corev1.ProtocolTCP})
+		}
+	}
+	if e.Pods != nil {
+		e.Pods.MutatePod(pod)
+	}
+	return pod, nil
+}
+
+func hasPort(c *corev1.Container, port int32) bool {
+	for _, p := range c.Ports {
+		if p.ContainerPort == port {
+			return true
+		}
+	}
+	return false
+}
+
+// newService builds the headless service that gives replica (r.Type, index) a stable DNS name.
+func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1.Service {
+	labels := replicaLabels(e.Framework.Kind(), job, r.Type, index)
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            ReplicaName(job.GetName(), r.Type, index),
+			Namespace:       job.GetNamespace(),
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(e.Framework.Kind(), job)},
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  labels,
+			// Replicas dial each other while starting up, before any is ready.
+			PublishNotReadyAddresses: true,
+			Ports: []corev1.ServicePort{{
+				Name: "replica-port", Port: r.Port, TargetPort: intstr.FromInt32(r.Port), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+}

@@ -1,0 +1,255 @@
+package replicajob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler runs jobs of one framework. It is level-based: every call computes what should
+// exist from the job and what the cache shows, acts, and writes status only when it changed.
+type Reconciler struct {
+	Client    ctrl.Client
+	Framework Framework
+	Recorder  recorder.EventRecorder
+	// Pods, when set, changes every replica pod before it is created.
+	Pods PodMutator
+	// Now is the clock; tests leave it nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the reconciler: it watches its jobs and everything they own.
+func (e *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Options) error {
+	b := builder.ControllerManagedBy(mgr).
+		Named(strings.ToLower(e.Framework.Kind())).
+		For(e.Framework.NewJob()).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		WithOptions(opts)
+	if ext, ok := e.Framework.(Extension); ok {
+		for _, obj := range ext.ExtraOwnedTypes() {
+			b = b.Owns(obj)
+		}
+	}
+	return b.Complete(e)
+}
+
+// replica is one replica of a job with its pod, when there is one.
+type replica struct {
+	group   Replica
+	index   int
+	name    string
+	pod     *corev1.Pod
+	service bool
+	verdict Verdict
+}
+
+// event is one event to record once the status that explains it is written.
+type event struct {
+	kind, reason, action, note string
+	related                    *corev1.Pod
+}
+
+// Reconcile brings one job one step closer to what its spec and its pods say.
+func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	job := e.Framework.NewJob()
+	if err := e.Client.Get(ctx, req.NamespacedName, job); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if !job.GetDeletionTimestamp().IsZero() {
+		return reconcile.Result{}, nil
+	}
+	status := e.Framework.Status(job)
+	written := status.DeepCopy()
+	groups := e.Framework.Replicas(job)
+	policy := e.Framework.RunPolicy(job)
+	now := metav1.NewTime(e.now())
+	if status.StartTime == nil {
+		status.StartTime = &now
+	}
+
+	replicas, pods, services, err := e.observe(ctx, job, groups)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	// Decisions (a counted restart, the job's outcome) are written before they are acted on:
+	// a restart is counted in status before its pod is deleted, so an operator killed in between
+	// neither loses nor doubles it.
+	var events []event
+	if !finished(status) {
+		events = e.decide(job, replicas, policy, status, now)
+	}
+	if !equality.Semantic.DeepEqual(written, status) {
+		if err := e.writeStatus(ctx, job, status); err != nil {
+			return reconcile.Result{}, err
+		}
+		written = status.DeepCopy()
+		for _, ev := range events {
+			e.Recorder.Eventf(job, ev.related, ev.kind, ev.reason, ev.action, "%s", ev.note)
+		}
+	}
+
+	var result reconcile.Result
+	var cleaning bool
+	if finished(status) {
+		cleaning, err = e.cleanUp(ctx, job, status, policy, pods, services)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		deleted, after, err := e.expire(ctx, job, status, policy, now)
+		if err != nil || deleted {
+			return reconcile.Result{}, err
+		}
+		result.RequeueAfter = after
+	} else {
+		if err := e.restart(ctx, replicas, status); err != nil {
+			return reconcile.Result{}, err
+		}
+		created, err := e.create(ctx, job, groups, replicas)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if created != "" {
+			e.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "Created", "Create", "%s", created)
+		}
+		result.RequeueAfter = deadlineLeft(status, policy, now)
+	}
+
+	if ext, ok := e.Framework.(Extension); ok {
+		if err := ext.ReconcileExtras(ctx, e.Client, job, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	summarize(e.Framework.ContainerName(), groups, replicas, status, cleaning, now)
+	if !equality.Semantic.DeepEqual(written, status) {
+		if err := e.writeStatus(ctx, job, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return result, nil
+}
+
+func (e *Reconciler) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// writeStatus updates the status subresource. It is an Update, not a Patch, on purpose: a job
+// read from a stale cache fails with a conflict and is reconciled again, so a decision is never
+// written twice from an outdated view.
+func (e *Reconciler) writeStatus(ctx context.Context, job ctrl.Object, status *v1beta1.JobStatus) error {
+	status.ObservedGeneration = job.GetGeneration()
+	if err := e.Client.Status().Update(ctx, job); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("status conflict, retrying", "job", job.GetName())
+		}
+		return err
+	}
+	return nil
+}
+
+// observe lists the job's pods and services and pairs them with the replicas the spec asks for.
+func (e *Reconciler) observe(ctx context.Context, job ctrl.Object, groups []Replica) ([]*replica, map[string]*corev1.Pod, map[string]*corev1.Service, error) {
+	// Replica objects only: a framework's extras (TensorBoard) carry the job's name too.
+	sel := []ctrl.ListOption{
+		ctrl.InNamespace(job.GetNamespace()),
+		ctrl.MatchingLabels{LabelJobName: job.GetName(), LabelJobKind: strings.ToLower(e.Framework.Kind())},
+		ctrl.HasLabels{LabelReplicaType},
+	}
+	var podList corev1.PodList
+	if err := e.Client.List(ctx, &podList, sel...); err != nil {
+		return nil, nil, nil, err
+	}
+	var svcList corev1.ServiceList
+	if err := e.Client.List(ctx, &svcList, sel...); err != nil {
+		return nil, nil, nil, err
+	}
+	pods := map[string]*corev1.Pod{}
+	for i := range podList.Items {
+		if p := &podList.Items[i]; ownedBy(p, job.GetUID()) {
+			pods[p.Name] = p
+		}
+	}
+	services := map[string]*corev1.Service{}
+	for i := range svcList.Items {
+		if s := &svcList.Items[i]; ownedBy(s, job.GetUID()) {
+			services[s.Name] = s
+		}
+	}
+	var replicas []*replica
+	for _, g := range groups {
+		for i := 0; i < int(g.Replicas); i++ {
+			r := &replica{group: g, index: i, name: ReplicaName(job.GetName(), g.Type, i)}
+			r.pod = pods[r.name]
+			_, r.service = services[r.name]
+			if r.pod != nil {
+				r.verdict = Judge(r.pod, e.Framework.ContainerName(), g.RestartPolicy)
+			}
+			replicas = append(replicas, r)
+		}
+	}
+	return replicas, pods, services, nil
+}
+
+func ownedBy(obj metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == uid
+}
+
+// create makes the pods and services that are missing. It returns a line for the event that
+// sums up what it created: one event per reconcile, not one per object.
+func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, error) {
+	var pods, services int
+	for _, r := range replicas {
+		if !r.service {
+			err := e.Client.Create(ctx, e.newService(job, r.group, r.index))
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return "", fmt.Errorf("creating service %s: %w", r.name, err)
+			}
+			if err == nil {
+				services++
+			}
+		}
+		if r.pod == nil {
+			pod, err := e.newPod(job, groups, r.group, r.index)
+			if err != nil {
+				return "", fmt.Errorf("building pod %s: %w", r.name, err)
+			}
+			err = e.Client.Create(ctx, pod)
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return "", fmt.Errorf("creating pod %s: %w", r.name, err)
+			}
+			if err == nil {
+				pods++
+			}
+		}
+	}
+	if pods == 0 && services == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("created %d pods and %d services", pods, services), nil
+}

@@ -1,0 +1,129 @@
+package tfjob_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+	"github.com/mlkube/mlkube/operator/tfjob"
+)
+
+func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	job := standardJob(ns, "mnist")
+	must(t, k8s.Create(context.Background(), job))
+
+	pods := waitPods(t, ns, podNames("mnist")...)
+	var svcs map[string]corev1.Service
+	eventually(t, "services", func() error {
+		svcs = listServices(t, ns)
+		if len(svcs) != 5 {
+			return errorf("want 5 services, have %d", len(svcs))
+		}
+		return nil
+	})
+	job = getJob(t, ns, "mnist")
+
+	wantCluster := map[string][]string{
+		"master": {"mnist-master-0." + ns + ".svc:2222"},
+		"worker": {"mnist-worker-0." + ns + ".svc:2222", "mnist-worker-1." + ns + ".svc:2222"},
+		"ps":     {"mnist-ps-0." + ns + ".svc:2222", "mnist-ps-1." + ns + ".svc:2222"},
+	}
+	for name, pod := range pods {
+		typ, index := pod.Labels[replicajob.LabelReplicaType], pod.Labels[replicajob.LabelReplicaIndex]
+		if name != "mnist-"+typ+"-"+index || pod.Labels[replicajob.LabelJobName] != "mnist" {
+			t.Errorf("pod %s has labels %v", name, pod.Labels)
+		}
+		if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].UID != job.UID || ref[0].Controller == nil || !*ref[0].Controller {
+			t.Errorf("pod %s owner references %+v, want the job as controller", name, ref)
+		}
+		if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("pod %s restartPolicy %s; under ExitCode the operator restarts, not the kubelet", name, pod.Spec.RestartPolicy)
+		}
+		var cfg tfjob.Config
+		env := pod.Spec.Containers[0].Env
+		if len(env) != 1 || env[0].Name != "TF_CONFIG" {
+			t.Fatalf("pod %s env %+v, want TF_CONFIG", name, env)
+		}
+		must(t, json.Unmarshal([]byte(env[0].Value), &cfg))
+		if cfg.Task.Type != typ || itoa(cfg.Task.Index) != index || cfg.Environment != "cloud" {
+			t.Errorf("pod %s task %+v environment %q", name, cfg.Task, cfg.Environment)
+		}
+		if !equalCluster(cfg.Cluster, wantCluster) {
+			t.Errorf("pod %s cluster %v, want %v", name, cfg.Cluster, wantCluster)
+		}
+
+		svc, ok := svcs[name]
+		if !ok {
+			t.Fatalf("no service for pod %s", name)
+		}
+		if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 2222 || !svc.Spec.PublishNotReadyAddresses {
+			t.Errorf("service %s: clusterIP %q ports %+v publishNotReady %v", name, svc.Spec.ClusterIP, svc.Spec.Ports, svc.Spec.PublishNotReadyAddresses)
+		}
+		if svc.Spec.Selector[replicajob.LabelReplicaIndex] != index || svc.Spec.Selector[replicajob.LabelReplicaType] != typ {
+			t.Errorf("service %s selects %v", name, svc.Spec.Selector)
+		}
+	}
+
+	job = waitJob(t, ns, "mnist", "Created condition", func(j *v1beta1.TfJob) error {
+		if c := condition(j, v1beta1.JobCreated); c == nil || c.Status != "True" {
+			return errorf("Created condition %+v", c)
+		}
+		return nil
+	})
+	if job.Status.Phase != v1beta1.JobPhaseCreating || job.Status.State != v1beta1.JobStateRunning {
+		t.Errorf("before any pod runs: phase %s state %s, want Creating Running", job.Status.Phase, job.Status.State)
+	}
+	if job.Status.StartTime == nil {
+		t.Error("startTime not set")
+	}
+	waitEvent(t, ns, "mnist", "Created", "created 5 pods and 5 services")
+
+	// All running: phase Running, Running condition, ready counts in the summary column.
+	kubelet{t, ns}.Running(podNames("mnist")...)
+	job = waitJob(t, ns, "mnist", "running", inState(v1beta1.JobStateRunning, v1beta1.JobPhaseRunning))
+	if c := condition(job, v1beta1.JobRunning); c == nil || c.Status != "True" {
+		t.Errorf("Running condition %+v", c)
+	}
+	waitJob(t, ns, "mnist", "summary", func(j *v1beta1.TfJob) error {
+		if j.Status.Replicas != "master 1/1 worker 2/2 ps 2/2" {
+			return errorf("status.replicas %q", j.Status.Replicas)
+		}
+		if rs := replicaStatus(j, "WORKER"); rs.Active != 2 || rs.Ready != 2 || rs.Replicas != 2 {
+			return errorf("worker status %+v", rs)
+		}
+		return nil
+	})
+	if job.Status.ObservedGeneration != job.Generation {
+		t.Errorf("observedGeneration %d, generation %d", job.Status.ObservedGeneration, job.Generation)
+	}
+}
+
+func TestPendingReasonIsShown(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	must(t, k8s.Create(context.Background(), newJob(ns, "pull", replicaGroup(v1beta1.TfReplicaWorker, 1))))
+	waitPods(t, ns, "pull-worker-0")
+	kubelet{t, ns}.update("pull-worker-0", func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses = containerStatus(p, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}, 0)
+	})
+	waitJob(t, ns, "pull", "waiting reason in Running condition", func(j *v1beta1.TfJob) error {
+		c := condition(j, v1beta1.JobRunning)
+		if c == nil || c.Status != "False" || c.Message != "waiting for pull-worker-0 (ErrImagePull)" {
+			return errorf("Running condition %+v", c)
+		}
+		return nil
+	})
+}
+
+func equalCluster(a, b map[string][]string) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}

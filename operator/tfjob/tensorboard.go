@@ -1,0 +1,115 @@
+package tfjob
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+)
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create
+
+// TensorBoard listens on this port in its pod; the Service maps port 80 to it.
+const tensorboardPort = 6006
+
+// DefaultTensorboardImage runs TensorBoard when spec.tensorboard.image is unset.
+const DefaultTensorboardImage = "tensorflow/tensorflow:2.16.1"
+
+// ExtraOwnedTypes: a TfJob with spec.tensorboard owns a Deployment and a Service.
+func (Framework) ExtraOwnedTypes() []client.Object {
+	return []client.Object{&appsv1.Deployment{}}
+}
+
+// ReconcileExtras runs TensorBoard for jobs that ask for it. It stays after the job ended, so
+// the results can still be looked at, and goes with the job.
+func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj client.Object, status *v1beta1.JobStatus) error {
+	job := obj.(*v1beta1.TfJob)
+	tb := job.Spec.Tensorboard
+	if tb == nil {
+		status.Tensorboard = nil
+		return nil
+	}
+	name := job.Name + "-tensorboard"
+	dep, svc := tensorboardObjects(job, name, tb)
+
+	var have appsv1.Deployment
+	err := c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Create(ctx, dep); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating TensorBoard deployment %s: %w", name, err)
+		}
+	case err != nil:
+		return err
+	}
+	var haveSvc corev1.Service
+	err = c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &haveSvc)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating TensorBoard service %s: %w", name, err)
+		}
+	case err != nil:
+		return err
+	}
+
+	status.Tensorboard = &v1beta1.TensorboardStatus{
+		ServiceName: name,
+		URL:         fmt.Sprintf("http://%s.%s.svc", name, job.Namespace),
+		ProxyPath:   fmt.Sprintf("/api/v1/namespaces/%s/services/%s:80/proxy/", job.Namespace, name),
+		Ready:       have.Status.AvailableReplicas > 0,
+	}
+	return nil
+}
+
+func tensorboardObjects(job *v1beta1.TfJob, name string, tb *v1beta1.TensorboardSpec) (*appsv1.Deployment, *corev1.Service) {
+	labels := map[string]string{replicajob.LabelJobName: job.Name, replicajob.LabelJobKind: "tfjob", "mlkube.io/tensorboard": "true"}
+	owner := []metav1.OwnerReference{*metav1.NewControllerRef(job, v1beta1.GroupVersion.WithKind("TfJob"))}
+	image := tb.Image
+	if image == "" {
+		image = DefaultTensorboardImage
+	}
+	serviceType := tb.ServiceType
+	if serviceType == "" {
+		serviceType = corev1.ServiceTypeClusterIP
+	}
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: labels, OwnerReferences: owner},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Volumes: tb.Volumes,
+					Containers: []corev1.Container{{
+						Name:         "tensorboard",
+						Image:        image,
+						Command:      []string{"tensorboard", "--logdir", tb.LogDir, "--host", "0.0.0.0", "--port", fmt.Sprint(tensorboardPort)},
+						Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: tensorboardPort}},
+						VolumeMounts: tb.VolumeMounts,
+					}},
+				},
+			},
+		},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: labels, OwnerReferences: owner},
+		Spec: corev1.ServiceSpec{
+			Type:     serviceType,
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(tensorboardPort)}},
+		},
+	}
+	return dep, svc
+}
