@@ -117,4 +117,3 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	return mgr, nil
 }
-

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +71,15 @@ type event struct {
 	related                    *corev1.Pod
 }
 
+func (e *Reconciler) record(job ctrl.Object, ev event) {
+	// A nil *Pod in the interface would not be a nil runtime.Object.
+	var related runtime.Object
+	if ev.related != nil {
+		related = ev.related
+	}
+	e.Recorder.Eventf(job, related, ev.kind, ev.reason, ev.action, "%s", ev.note)
+}
+
 // Reconcile brings one job one step closer to what its spec and its pods say.
 func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := e.Framework.NewJob()
@@ -106,7 +116,7 @@ func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		written = status.DeepCopy()
 		for _, ev := range events {
-			e.Recorder.Eventf(job, ev.related, ev.kind, ev.reason, ev.action, "%s", ev.note)
+			e.record(job, ev)
 		}
 	}
 
@@ -131,7 +141,7 @@ func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		if created != "" {
-			e.Recorder.Eventf(job, nil, corev1.EventTypeNormal, "Created", "Create", "%s", created)
+			e.record(job, event{kind: corev1.EventTypeNormal, reason: "Created", action: "Create", note: created})
 		}
 		result.RequeueAfter = deadlineLeft(status, policy, now)
 	}

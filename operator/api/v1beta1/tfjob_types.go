@@ -70,6 +70,7 @@ type TensorboardSpec struct {
 
 	// image runs TensorBoard; its command must accept --logdir, --host and --port.
 	// +kubebuilder:default="tensorflow/tensorflow:2.16.1"
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	Image string `json:"image,omitempty"`
 
@@ -92,7 +93,9 @@ type TensorboardSpec struct {
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.filter(r, r.tfReplicaType in ['MASTER', 'CHIEF']).size() <= 1",message="at most one of MASTER and CHIEF: both name the replica that decides when the job is done"
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.tfReplicaType in ['MASTER', 'CHIEF', 'WORKER'])",message="replicaSpecs needs a MASTER, CHIEF or WORKER group: one of them decides when the job is done"
 type TfJobSpec struct {
-	// replicaSpecs are the replica groups, one per tfReplicaType.
+	// replicaSpecs are the replica groups, one per tfReplicaType. They cannot change once the
+	// job exists: running replicas already hold a TF_CONFIG that names every other replica.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicaSpecs cannot change once the job exists (running replicas already hold a TF_CONFIG naming every replica): delete the job and create it again"
 	// +listType=map
 	// +listMapKey=tfReplicaType
 	// +kubebuilder:validation:MinItems=1
@@ -106,6 +109,7 @@ type TfJobSpec struct {
 	Tensorboard *TensorboardSpec `json:"tensorboard,omitempty"`
 
 	// runPolicy governs the job as a whole: clean-up, retries, deadline and TTL.
+	// +kubebuilder:default={}
 	// +optional
 	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
 }

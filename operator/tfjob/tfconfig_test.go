@@ -1,0 +1,73 @@
+package tfjob_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/tfjob"
+)
+
+func TestTFConfig(t *testing.T) {
+	job := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"}}
+	job.Spec.ReplicaSpecs = []v1beta1.TfReplicaSpec{
+		{TfReplicaType: "CHIEF", Replicas: 1},
+		{TfReplicaType: "WORKER", Replicas: 2, TfPort: 3333},
+		{TfReplicaType: "PS"},
+		{TfReplicaType: "EVALUATOR", Replicas: 1},
+	}
+	replicas := tfjob.Framework{}.Replicas(job)
+	for _, tc := range []struct {
+		typ   string
+		index int
+		want  string
+	}{
+		{"CHIEF", 0, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"chief","index":0},"environment":"cloud"}`},
+		{"WORKER", 1, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"worker","index":1},"environment":"cloud"}`},
+		// The evaluator is told the cluster but is not part of it.
+		{"EVALUATOR", 0, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`},
+	} {
+		got, err := tfjob.TFConfig(job, replicas, tc.typ, tc.index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s %d:\n got %s\nwant %s", tc.typ, tc.index, got, tc.want)
+		}
+		var parsed tfjob.Config
+		if err := json.Unmarshal([]byte(got), &parsed); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestDecider(t *testing.T) {
+	fw := tfjob.Framework{}
+	for _, tc := range []struct {
+		types []v1beta1.TfReplicaType
+		want  string
+	}{
+		{[]v1beta1.TfReplicaType{"PS", "WORKER", "MASTER"}, "MASTER"},
+		{[]v1beta1.TfReplicaType{"CHIEF", "WORKER"}, "CHIEF"},
+		{[]v1beta1.TfReplicaType{"WORKER", "PS", "EVALUATOR"}, "WORKER"},
+	} {
+		job := &v1beta1.TfJob{}
+		for _, typ := range tc.types {
+			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, v1beta1.TfReplicaSpec{TfReplicaType: typ})
+		}
+		if got := fw.Decider(fw.Replicas(job)); got != tc.want {
+			t.Errorf("%v: decider %s, want %s", tc.types, got, tc.want)
+		}
+	}
+}
+
+func TestReplicasApplyDefaults(t *testing.T) {
+	job := &v1beta1.TfJob{}
+	job.Spec.ReplicaSpecs = []v1beta1.TfReplicaSpec{{TfReplicaType: "WORKER"}}
+	r := tfjob.Framework{}.Replicas(job)[0]
+	if r.Replicas != 1 || r.Port != 2222 || r.RestartPolicy != v1beta1.RestartPolicyExitCode {
+		t.Errorf("defaults %+v", r)
+	}
+}
