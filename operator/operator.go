@@ -22,8 +22,6 @@ import (
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
-
 // Version is set at build time (make build).
 var Version = "dev"
 
