@@ -38,8 +38,8 @@ lint: ## gofmt and go vet.
 	$(GO) vet ./...
 
 .PHONY: run
-run: build ## Run the operator locally against the current kubeconfig (CRDs must be installed: make install).
-	$(BIN)/mlkube-operator --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=:8081
+run: build ## Run the operator: on the current kubeconfig's cluster, else on a local apiserver.
+	hack/run-local.sh
 
 .PHONY: install
 install: ## Install the CRDs into the cluster of the current kubeconfig.

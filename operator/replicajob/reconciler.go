@@ -80,8 +80,21 @@ func (e *Reconciler) record(job ctrl.Object, ev event) {
 	e.Recorder.Eventf(job, related, ev.kind, ev.reason, ev.action, "%s", ev.note)
 }
 
+// conflictRetry is how soon a job whose status write met a newer version is looked at again.
+const conflictRetry = 50 * time.Millisecond
+
 // Reconcile brings one job one step closer to what its spec and its pods say.
 func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := e.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// The cache was behind: routine, not an error worth a log line and a backoff.
+		log.FromContext(ctx).V(1).Info("job changed while reconciling; again with the newer version")
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := e.Framework.NewJob()
 	if err := e.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
@@ -173,13 +186,7 @@ func (e *Reconciler) now() time.Time {
 // written twice from an outdated view.
 func (e *Reconciler) writeStatus(ctx context.Context, job ctrl.Object, status *v1beta1.JobStatus) error {
 	status.ObservedGeneration = job.GetGeneration()
-	if err := e.Client.Status().Update(ctx, job); err != nil {
-		if apierrors.IsConflict(err) {
-			log.FromContext(ctx).V(1).Info("status conflict, retrying", "job", job.GetName())
-		}
-		return err
-	}
-	return nil
+	return e.Client.Status().Update(ctx, job)
 }
 
 // observe lists the job's pods and services and pairs them with the replicas the spec asks for.

@@ -157,7 +157,7 @@ type JobStatus struct {
 	Replicas string `json:"replicas,omitempty"`
 	// restarts is the sum of replicaStatuses[*].restarts.
 	// +optional
-	Restarts int32 `json:"restarts,omitempty"`
+	Restarts int32 `json:"restarts"`
 	// startTime is when the operator first acted on the job; activeDeadlineSeconds counts from it.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
