@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync/atomic"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
@@ -65,8 +66,17 @@ func (s *Store) Start(ctx context.Context) error {
 	}
 	defer w.Close()
 	dir := filepath.Dir(s.path)
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watching %s for accelerator config changes: %w", dir, err)
+	for err := w.Add(dir); err != nil; err = w.Add(dir) {
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("watching %s for accelerator config changes: %w", dir, err)
+		}
+		// Not mounted yet: wait for it rather than stop the operator.
+		s.log.Info("accelerator config directory missing; waiting for it", "dir", dir)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
 	}
 	// The file may have changed between NewStore and the watch starting.
 	s.reloadIfChanged()
@@ -101,6 +111,11 @@ func (s *Store) reloadIfChanged() {
 	}
 	if err != nil {
 		s.log.Error(err, "cannot read accelerator config; keeping the last good one", "path", s.path)
+		return
+	}
+	if len(data) == 0 {
+		// Rewritten in place and caught between truncate and write; an empty config is
+		// spelled `accelerators: {}`.
 		return
 	}
 	cfg, err := Parse(data)

@@ -72,3 +72,39 @@ func TestStoreRefusesBadFileAtStart(t *testing.T) {
 		t.Fatal("a bad file at start was accepted")
 	}
 }
+
+func TestStoreIgnoresAnEmptyFileAndWaitsForItsDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not-mounted-yet")
+	path := filepath.Join(dir, "accelerators.yaml")
+	s, err := NewStore(path, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-stopped:
+		t.Fatalf("stopped while the directory is missing: %v", err)
+	default:
+	}
+
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(gke), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitLoads(t, s, 1) // within the 5 s it waits between looks for the directory
+
+	// Truncated, as in the middle of an in-place rewrite: not an empty config.
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if len(s.Config().Accelerators) != 1 {
+		t.Errorf("an empty file replaced the config: %+v", s.Config())
+	}
+}

@@ -108,7 +108,7 @@ func (v Verdict) Describe(pod string) string {
 		class = "out of memory, permanent"
 	case v.HasExit && v.Outcome == Permanent && v.ExitCode >= 1 && v.ExitCode <= 127:
 		class = "permanent: 1-127"
-	case v.HasExit && v.Outcome == Permanent:
+	case v.Outcome == Permanent:
 		class = "permanent: restartPolicy Never"
 	case v.HasExit && v.Outcome == Retryable && v.ExitCode >= 128:
 		class = "retryable: 128-255"

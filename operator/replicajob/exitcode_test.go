@@ -53,7 +53,7 @@ func TestJudge(t *testing.T) {
 		{"oom", terminated(corev1.PodFailed, 137, "OOMKilled", "tensorflow"), v1beta1.RestartPolicyExitCode, Permanent, "pod p exited with code 137 (OOMKilled; out of memory, permanent)"},
 		{"never 137", terminated(corev1.PodFailed, 137, "Error", "tensorflow"), v1beta1.RestartPolicyNever, Permanent, "pod p exited with code 137 (Error; permanent: restartPolicy Never)"},
 		{"evicted", evicted, v1beta1.RestartPolicyExitCode, Retryable, "pod p failed (Evicted; retryable)"},
-		{"evicted never", evicted, v1beta1.RestartPolicyNever, Permanent, ""},
+		{"evicted never", evicted, v1beta1.RestartPolicyNever, Permanent, "pod p failed (Evicted; permanent: restartPolicy Never)"},
 		{"sidecar still running", sidecar, v1beta1.RestartPolicyExitCode, Succeeded, ""},
 		{"other container's exit", terminated(corev1.PodFailed, 1, "Error", "other"), v1beta1.RestartPolicyExitCode, Retryable, ""},
 		{"onfailure transient exit", terminated(corev1.PodRunning, 1, "Error", "tensorflow"), v1beta1.RestartPolicyOnFailure, Running, ""},

@@ -28,8 +28,11 @@ func (e *Reconciler) decide(job client.Object, replicas []*replica, policy v1bet
 		if r.pod != nil && r.verdict.Outcome == Permanent {
 			msg := r.verdict.Describe(r.name) + ": the job failed"
 			reason := "ExitCode"
-			if r.verdict.Reason == "OOMKilled" {
+			switch {
+			case r.verdict.Reason == "OOMKilled":
 				reason = "OOMKilled"
+			case !r.verdict.HasExit:
+				reason = "PodFailed"
 			}
 			fail(status, reason, msg, now)
 			return []event{{kind: corev1.EventTypeWarning, reason: "Failed", action: "Fail", note: msg, related: r.pod}}

@@ -268,5 +268,12 @@ func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Repli
 	if pods == 0 && services == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("created %d pods and %d services", pods, services), nil
+	return fmt.Sprintf("created %s and %s", count(pods, "pod"), count(services, "service")), nil
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

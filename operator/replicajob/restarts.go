@@ -55,7 +55,7 @@ func (e *Reconciler) countRestarts(replicas []*replica, policy v1beta1.RunPolicy
 		status.CountedFailures = append(status.CountedFailures, r.pod.UID)
 		replicaStatus(status, r.group.Type).Recreated++
 		msg := fmt.Sprintf("%s; recreating it (restart %d of backoffLimit %d)", why, total, limit)
-		setCondition(status, v1beta1.JobRestarting, metav1.ConditionTrue, "RetryableExit", msg, now)
+		setCondition(status, v1beta1.JobRestarting, metav1.ConditionTrue, "RetryableFailure", msg, now)
 		events = append(events, event{kind: corev1.EventTypeWarning, reason: "Restarting", action: "Restart", note: msg, related: r.pod})
 	}
 	return events

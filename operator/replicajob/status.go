@@ -33,8 +33,11 @@ func replicaStatus(status *v1beta1.JobStatus, typ string) *v1beta1.ReplicaStatus
 func summarize(container string, groups []Replica, replicas []*replica, status *v1beta1.JobStatus, cleaning bool, now metav1.Time) {
 	// Keep only the entries of types the spec has, in spec order, with fresh counts.
 	var fresh []v1beta1.ReplicaStatus
+	before := map[string]int32{}
 	for _, g := range groups {
-		fresh = append(fresh, v1beta1.ReplicaStatus{Type: g.Type, Replicas: g.Replicas, Recreated: replicaStatus(status, g.Type).Recreated})
+		old := replicaStatus(status, g.Type)
+		before[g.Type] = old.Restarts
+		fresh = append(fresh, v1beta1.ReplicaStatus{Type: g.Type, Replicas: g.Replicas, Recreated: old.Recreated})
 	}
 	status.ReplicaStatuses = fresh
 
@@ -77,6 +80,9 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 	for i := range status.ReplicaStatuses {
 		rs := &status.ReplicaStatuses[i]
 		rs.Restarts += rs.Recreated
+		// In-place restarts live in the pods; a pod deleted (clean-up, eviction) takes its count
+		// along. A restart that happened stays counted.
+		rs.Restarts = max(rs.Restarts, before[rs.Type])
 		total += rs.Restarts
 		summary = append(summary, fmt.Sprintf("%s %d/%d", strings.ToLower(rs.Type), rs.Ready, rs.Replicas))
 	}

@@ -12,6 +12,9 @@ import (
 
 // +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs/status,verbs=get;update
+// Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement
+// is on (OpenShift, hardened clusters):
+// +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs/finalizers,verbs=update
 
 // Framework plugs TfJob into the engine.
 type Framework struct{}

@@ -120,6 +120,11 @@ func TestOnFailureCountsInPlaceRestarts(t *testing.T) {
 	if c := condition(job, v1beta1.JobFailed); c.Reason != "BackoffLimitExceeded" {
 		t.Errorf("Failed condition %+v", c)
 	}
+	// The running pod is cleaned up and takes its restart count along; the job keeps it.
+	waitPods(t, ns)
+	if job = getJob(t, ns, "inplace"); job.Status.Restarts != 3 {
+		t.Errorf("restarts %d after clean-up, want 3", job.Status.Restarts)
+	}
 }
 
 // A pod that fails without its container terminating (evicted) is worth a new pod.

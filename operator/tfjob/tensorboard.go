@@ -16,7 +16,7 @@ import (
 	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;delete
 
 // TensorBoard listens on this port in its pod; the Service maps port 80 to it.
 const tensorboardPort = 6006
@@ -24,7 +24,8 @@ const tensorboardPort = 6006
 // DefaultTensorboardImage runs TensorBoard when spec.tensorboard.image is unset.
 const DefaultTensorboardImage = "tensorflow/tensorflow:2.16.1"
 
-// ExtraOwnedTypes: a TfJob with spec.tensorboard owns a Deployment and a Service.
+// ExtraOwnedTypes: a TfJob with spec.tensorboard owns a Deployment (and a Service, which the
+// engine watches already).
 func (Framework) ExtraOwnedTypes() []client.Object {
 	return []client.Object{&appsv1.Deployment{}}
 }
@@ -34,11 +35,11 @@ func (Framework) ExtraOwnedTypes() []client.Object {
 func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj client.Object, status *v1beta1.JobStatus) error {
 	job := obj.(*v1beta1.TfJob)
 	tb := job.Spec.Tensorboard
+	name := job.Name + "-tensorboard"
 	if tb == nil {
 		status.Tensorboard = nil
-		return nil
+		return removeTensorboard(ctx, c, job, name)
 	}
-	name := job.Name + "-tensorboard"
 	dep, svc := tensorboardObjects(job, name, tb)
 
 	var have appsv1.Deployment
@@ -112,4 +113,25 @@ func tensorboardObjects(job *v1beta1.TfJob, name string, tb *v1beta1.Tensorboard
 		},
 	}
 	return dep, svc
+}
+
+// removeTensorboard deletes the TensorBoard of a job whose spec no longer asks for one.
+func removeTensorboard(ctx context.Context, c client.Client, job *v1beta1.TfJob, name string) error {
+	key := types.NamespacedName{Namespace: job.Namespace, Name: name}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		err := c.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != job.UID {
+			continue
+		}
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing TensorBoard %s: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package tfjob_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -75,6 +77,32 @@ func TestTensorboardDeploymentServiceAndLink(t *testing.T) {
 	if _, ok := svcs["tb-tensorboard"]; !ok || len(svcs) != 1 {
 		t.Errorf("services after the end: %v, want only tb-tensorboard", keys(svcs))
 	}
+
+	// Changing it is refused; removing it removes TensorBoard.
+	job = getJob(t, ns, "tb")
+	job.Spec.Tensorboard.LogDir = "/elsewhere"
+	if err := k8s.Update(context.Background(), job); err == nil || !strings.Contains(err.Error(), "tensorboard cannot be changed once set") {
+		t.Errorf("changing spec.tensorboard: %v", err)
+	}
+	job = getJob(t, ns, "tb")
+	job.Spec.Tensorboard = nil
+	must(t, k8s.Update(context.Background(), job))
+	waitJob(t, ns, "tb", "tensorboard status gone", func(j *v1beta1.TfJob) error {
+		if j.Status.Tensorboard != nil {
+			return errorf("status.tensorboard %+v", j.Status.Tensorboard)
+		}
+		return nil
+	})
+	eventually(t, "tensorboard removed", func() error {
+		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "tb-tensorboard"}, &appsv1.Deployment{})
+		if !apierrors.IsNotFound(err) {
+			return errorf("deployment: %v", err)
+		}
+		if n := len(listServices(t, ns)); n != 0 {
+			return errorf("%d services", n)
+		}
+		return nil
+	})
 }
 
 func keys[V any](m map[string]V) []string {

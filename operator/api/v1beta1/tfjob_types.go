@@ -68,7 +68,8 @@ type TensorboardSpec struct {
 	// +required
 	LogDir string `json:"logDir"`
 
-	// image runs TensorBoard; its command must accept --logdir, --host and --port.
+	// image runs TensorBoard: it needs a tensorboard program on its PATH, which the operator
+	// runs with --logdir, --host and --port. Changes after creation are refused.
 	// +kubebuilder:default="tensorflow/tensorflow:2.16.1"
 	// +kubebuilder:validation:MinLength=1
 	// +optional
@@ -104,7 +105,9 @@ type TfJobSpec struct {
 	ReplicaSpecs []TfReplicaSpec `json:"replicaSpecs"`
 
 	// tensorboard, when set, runs a TensorBoard Deployment and a <job>-tensorboard Service for
-	// the job; status.tensorboard carries the link.
+	// the job; status.tensorboard carries the link. It cannot be changed once set; removing it
+	// removes TensorBoard.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tensorboard cannot be changed once set: remove it (which deletes TensorBoard) and add it again"
 	// +optional
 	Tensorboard *TensorboardSpec `json:"tensorboard,omitempty"`
 
