@@ -5,7 +5,9 @@
 # them. Prints the directory to use as KUBEBUILDER_ASSETS on its last line.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cache=$("$root/hack/build-kubernetes.sh" etcd kubectl kube-apiserver | tail -n 1)
+names=(etcd kubectl kube-apiserver)
+mapfile -t paths < <("$root/hack/build-kubernetes.sh" "${names[@]}")
+[ "${#paths[@]}" -eq "${#names[@]}" ] || { echo "control-plane.sh: build failed" >&2; exit 1; }
 mkdir -p "$root/bin/k8s"
-for name in etcd kubectl kube-apiserver; do ln -sfn "$cache/$name" "$root/bin/k8s/$name"; done
+for i in "${!names[@]}"; do ln -sfn "${paths[$i]}" "$root/bin/k8s/${names[$i]}"; done
 echo "$root/bin/k8s"
