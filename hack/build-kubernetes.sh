@@ -33,6 +33,9 @@ mkdir -p "$cache"
 for name in "$@"; do
   read -r module pkg version < <(locate "$name")
   out="$cache/$name-$version"
+  # One build of a program at a time, however many scripts ask for it at once.
+  exec {lock}>"$out.lock"
+  flock "$lock"
   if [ ! -x "$out" ]; then
     echo "building $name $version (cold: minutes; cached in $cache)" >&2
     start=$SECONDS
@@ -40,5 +43,6 @@ for name in "$@"; do
     mv "$out.tmp" "$out"
     echo "built $name in $((SECONDS - start))s" >&2
   fi
+  exec {lock}>&-
   echo "$out"
 done

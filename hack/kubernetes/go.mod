@@ -1,6 +1,6 @@
-// Module kubernetes builds the real Kubernetes programs (kube-apiserver, kubectl, etcd) from
-// Go modules, for envtest and the kind node image. It is a separate module so that
-// Kubernetes' own dependency pins never leak into mlkube's go.mod.
+// Module kubernetes builds the real Kubernetes programs (the control plane, kubelet, kubeadm,
+// kube-proxy, kubectl and etcd) from Go modules, for envtest and the kind node image. It is a
+// separate module so that Kubernetes' own dependency pins never leak into mlkube's go.mod.
 module github.com/mlkube/mlkube/hack/kubernetes
 
 go 1.26.0
@@ -118,12 +118,12 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xiang90/probing v0.0.0-20221125231312-a49e3df8f510 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
-	go.etcd.io/bbolt v1.4.2 // indirect
-	go.etcd.io/etcd/api/v3 v3.6.4 // indirect
-	go.etcd.io/etcd/client/pkg/v3 v3.6.4 // indirect
-	go.etcd.io/etcd/client/v3 v3.6.4 // indirect
-	go.etcd.io/etcd/pkg/v3 v3.6.4 // indirect
-	go.etcd.io/etcd/server/v3 v3.6.4 // indirect
+	go.etcd.io/bbolt v1.4.3 // indirect
+	go.etcd.io/etcd/api/v3 v3.6.5 // indirect
+	go.etcd.io/etcd/client/pkg/v3 v3.6.5 // indirect
+	go.etcd.io/etcd/client/v3 v3.6.5 // indirect
+	go.etcd.io/etcd/pkg/v3 v3.6.5 // indirect
+	go.etcd.io/etcd/server/v3 v3.6.5 // indirect
 	go.etcd.io/raft/v3 v3.6.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/github.com/emicklei/go-restful/otelrestful v0.44.0 // indirect
