@@ -49,3 +49,11 @@ install: ## Install the CRDs into the cluster of the current kubeconfig.
 check-generated: generate ## Fail when generated files differ from what is committed.
 	@git diff --exit-code --stat -- operator/ || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 	@untracked="$$(git ls-files --others --exclude-standard -- operator/)"; if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
+
+.PHONY: node-image
+node-image: ## Build the offline kind node image (cached in Docker's image store).
+	clusters/nodeimage/build.sh
+
+.PHONY: e2e
+e2e: ## End-to-end tests in a real kind cluster (starts a Docker engine when none answers).
+	hack/e2e.sh

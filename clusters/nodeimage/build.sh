@@ -97,13 +97,13 @@ step "Node image $tag"
 kindfiles=$(cd "$root" && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
 [ -d "$kindfiles" ] || die "kind's base files not found at $kindfiles"
 build_container=$(docker run -d --entrypoint sleep --security-opt seccomp=unconfined "$base" infinity)
-in() { docker exec "$build_container" "$@"; }
+node_exec() { docker exec "$build_container" "$@"; }
 # kind's files first, then ours over them.
 docker cp "$kindfiles/." "$build_container:/"
 docker cp "$here/files/." "$build_container:/"
 for p in kubeadm kubelet kubectl; do docker cp "${bin[$p]}" "$build_container:/usr/bin/$p"; done
 docker cp "$work/images.tar" "$build_container:/kind/images.tar"
-in bash -euo pipefail -c "
+node_exec bash -euo pipefail -c "
   chmod 755 /usr/local/bin/* /kind/bin/* /usr/bin/kubeadm /usr/bin/kubelet /usr/bin/kubectl
   # kind's units and scripts expect the upstream install locations.
   ln -sf /usr/bin/containerd /usr/local/bin/containerd
@@ -127,13 +127,14 @@ in bash -euo pipefail -c "
   (containerd > /tmp/containerd.log 2>&1 &)
   for i in \$(seq 1 50); do [ -S /run/containerd/containerd.sock ] && break; sleep 0.2; done
   ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests /kind/images.tar >/dev/null
-  ctr --namespace=k8s.io images list -q
   pkill containerd
   rm -f /kind/images.tar /tmp/containerd.log
 "
+# No STOPSIGNAL (kind's image asks systemd to halt with SIGRTMIN+3): Docker 20.10 cannot set it
+# on commit, and kind removes its nodes with a kill, never a stop.
 docker commit \
   -c 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' -c 'CMD []' \
-  -c 'ENV container=docker' -c 'STOPSIGNAL SIGRTMIN+3' \
+  -c 'ENV container=docker' \
   -c "LABEL mlkube.io/recipe=$recipe mlkube.io/kubernetes-version=$k8s" \
   "$build_container" "$tag" >/dev/null
 echo "nodeimage: built $tag (recipe $recipe)" >&2

@@ -1,0 +1,146 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// devctl up from nothing gives a cluster with the operator Ready and the CRD served; real pods
+// run a TfJob to success; a second up changes nothing; down leaves nothing behind.
+func TestUpRunDown(t *testing.T) {
+	ctx := context.Background()
+	_, cold, err := run(t, "up", "--name", name, "--image", nodeImage)
+	if err != nil {
+		t.Fatalf("devctl up: %v", err)
+	}
+	c, _ := clusterClient(t)
+
+	var dep appsv1.Deployment
+	must(t, c.Get(ctx, types.NamespacedName{Namespace: "mlkube-system", Name: "mlkube-operator"}, &dep))
+	if dep.Status.AvailableReplicas < 1 {
+		t.Fatalf("operator not available after devctl up: %+v", dep.Status)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	must(t, c.Get(ctx, types.NamespacedName{Name: "tfjobs.mlkube.io"}, &crd))
+	if !established(&crd) {
+		t.Fatalf("CRD tfjobs.mlkube.io not established: %+v", crd.Status.Conditions)
+	}
+	operatorPod := onePod(t, c, "mlkube-system", "app.kubernetes.io/name=mlkube-operator")
+
+	t.Run("a TfJob runs real pods to success", func(t *testing.T) {
+		// The operator image is the one image the cluster surely has; its binary prints its
+		// version and exits 0, which is all a replica has to do to succeed.
+		image := dep.Spec.Template.Spec.Containers[0].Image
+		job := &v1beta1.TfJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "smoke"},
+			Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{{
+				TfReplicaType: v1beta1.TfReplicaWorker,
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "tensorflow", Image: image, Command: []string{"/mlkube-operator", "--version"},
+				}}}},
+			}}},
+		}
+		must(t, c.Create(ctx, job))
+		eventually(t, 3*time.Minute, "job succeeded", func() error {
+			must(t, c.Get(ctx, client.ObjectKeyFromObject(job), job))
+			if job.Status.State != v1beta1.JobStateSucceeded {
+				return fmt.Errorf("state %q phase %q conditions %+v", job.Status.State, job.Status.Phase, job.Status.Conditions)
+			}
+			return nil
+		})
+		var pod corev1.Pod
+		must(t, c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "smoke-worker-0"}, &pod))
+		if pod.Status.Phase != corev1.PodSucceeded || pod.Spec.NodeName == "" {
+			t.Errorf("pod phase %s on node %q", pod.Status.Phase, pod.Spec.NodeName)
+		}
+	})
+
+	out, warm, err := run(t, "up", "--name", name, "--image", nodeImage)
+	if err != nil {
+		t.Fatalf("second devctl up: %v", err)
+	}
+	if again := onePod(t, c, "mlkube-system", "app.kubernetes.io/name=mlkube-operator"); again.UID != operatorPod.UID {
+		t.Errorf("a second devctl up replaced the operator pod (%s -> %s); nothing had changed", operatorPod.Name, again.Name)
+	}
+	if strings.Contains(out, "Creating cluster") {
+		t.Errorf("a second devctl up created the cluster again:\n%s", out)
+	}
+	t.Logf("devctl up: cold %.1fs, warm %.1fs", cold.Seconds(), warm.Seconds())
+
+	out, _, err = run(t, "status", "--name", name)
+	if err != nil {
+		t.Fatalf("devctl status: %v", err)
+	}
+	for _, want := range []string{name, "tfjobs.mlkube.io"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("devctl status does not mention %q", want)
+		}
+	}
+
+	if _, _, err := run(t, "down", "--name", name); err != nil {
+		t.Fatalf("devctl down: %v", err)
+	}
+	clusters, err := kindcluster.NewProvider().List()
+	must(t, err)
+	for _, cl := range clusters {
+		if cl == name {
+			t.Errorf("cluster %s still listed after devctl down", name)
+		}
+	}
+	left, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name).Output()
+	if strings.TrimSpace(string(left)) != "" {
+		t.Errorf("containers left after devctl down: %s", left)
+	}
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func onePod(t *testing.T, c client.Client, ns, selector string) corev1.Pod {
+	t.Helper()
+	sel, err := metav1.ParseToLabelSelector(selector)
+	must(t, err)
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	must(t, err)
+	var pods corev1.PodList
+	must(t, c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: s}))
+	var running []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			running = append(running, p)
+		}
+	}
+	if len(running) != 1 {
+		t.Fatalf("%d pods match %s in %s, want 1", len(running), selector, ns)
+	}
+	return running[0]
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
