@@ -50,6 +50,14 @@ check-generated: generate ## Fail when generated files differ from what is commi
 	@git diff --exit-code --stat -- operator/ || { echo "generated files are stale: run 'make generate' and commit"; exit 1; }
 	@untracked="$$(git ls-files --others --exclude-standard -- operator/)"; if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
 
+.PHONY: up
+up: ## A local kind cluster with the operator (offline node image unless NODE_IMAGE=...).
+	hack/up.sh
+
+.PHONY: down
+down: ## Delete the local cluster.
+	go run ./devctl/cmd/devctl down
+
 .PHONY: node-image
 node-image: ## Build the offline kind node image (cached in Docker's image store).
 	clusters/nodeimage/build.sh

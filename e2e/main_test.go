@@ -15,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/mlkube/mlkube/operator"
@@ -34,6 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: MLKUBE_DEVCTL and MLKUBE_NODE_IMAGE must be set; run `make e2e`")
 		os.Exit(1)
 	}
+	ctrllog.SetLogger(logr.Discard())
 	// kind writes the cluster's context into $KUBECONFIG: keep the user's own config out of it.
 	dir, err := os.MkdirTemp("", "mlkube-e2e")
 	if err != nil {
@@ -72,7 +76,11 @@ func clusterClient(t *testing.T) (client.Client, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	scheme := operator.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,4 +99,3 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 	}
 	t.Fatalf("%s: %v", what, err)
 }
-

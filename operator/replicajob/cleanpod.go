@@ -27,7 +27,7 @@ func (e *Reconciler) cleanUp(ctx context.Context, job client.Object, status *v1b
 	}
 	pending := false
 	for _, pod := range pods {
-		over := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+		over := finishedPod(pod, e.Framework.ContainerName())
 		if clean == v1beta1.CleanPodPolicyNone || (clean == v1beta1.CleanPodPolicyRunning && over) {
 			continue
 		}
@@ -57,6 +57,21 @@ func (e *Reconciler) cleanUp(ctx context.Context, job client.Object, status *v1b
 func failedBy(status *v1beta1.JobStatus, reason string) bool {
 	for _, c := range status.Conditions {
 		if c.Type == v1beta1.JobFailed && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// finishedPod is true once the pod is over or its training container has terminated. The
+// kubelet reports a container's exit some seconds before it moves the pod to a terminal phase;
+// a replica that just finished must not be taken for a running one and deleted with its logs.
+func finishedPod(pod *corev1.Pod, container string) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == container && cs.State.Terminated != nil {
 			return true
 		}
 	}

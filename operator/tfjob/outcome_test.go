@@ -19,7 +19,9 @@ func TestMasterSuccessEndsJobAndCleansRunningPods(t *testing.T) {
 	kl := kubelet{t, ns}
 	kl.Running(podNames("ok")...)
 	kl.Exit("ok-worker-0", 0, "Completed")
-	kl.Exit("ok-worker-1", 0, "Completed")
+	// Worker 1's exit is reported before its pod's phase turns terminal; it is finished all
+	// the same and must be kept.
+	kl.Terminated("ok-worker-1", 0, "Completed")
 	waitJob(t, ns, "ok", "workers done, job still running", func(j *v1beta1.TfJob) error {
 		if rs := replicaStatus(j, "WORKER"); rs.Succeeded != 2 || j.Status.State != v1beta1.JobStateRunning {
 			return errorf("state %s worker status %+v", j.Status.State, rs)

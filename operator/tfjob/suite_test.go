@@ -270,6 +270,18 @@ func (k kubelet) Exit(name string, code int32, reason string) {
 	})
 }
 
+// Terminated reports the training container's exit while the pod is still Running, as the
+// kubelet does for a few seconds before it moves the pod to a terminal phase.
+func (k kubelet) Terminated(name string, code int32, reason string) {
+	k.update(name, func(p *corev1.Pod) {
+		now := metav1.Now()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.ContainerStatuses = containerStatus(p, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: code, Reason: reason, StartedAt: now, FinishedAt: now,
+		}}, 0)
+	})
+}
+
 // RestartedInPlace reports a running container the kubelet restarted n times (OnFailure).
 func (k kubelet) RestartedInPlace(name string, n int32) {
 	k.update(name, func(p *corev1.Pod) {

@@ -1,0 +1,56 @@
+package commands
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+func TestClusterConfigFallsBackToTheBuiltIn(t *testing.T) {
+	root := t.TempDir()
+	data, from, err := clusterConfig(root, "", "builtin")
+	if err != nil || string(data) != "builtin" || from != "built-in single-node config" {
+		t.Errorf("no clusters/kind.yaml: %q from %q, %v", data, from, err)
+	}
+
+	if err := os.MkdirAll(filepath.Join(root, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "clusters", "kind.yaml"), []byte("repo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, from, err = clusterConfig(root, "", "builtin")
+	if err != nil || string(data) != "repo" || from != "clusters/kind.yaml" {
+		t.Errorf("with clusters/kind.yaml: %q from %q, %v", data, from, err)
+	}
+
+	if _, _, err := clusterConfig(root, filepath.Join(root, "nothere.yaml"), "builtin"); err == nil {
+		t.Error("a --config file that does not exist was accepted")
+	}
+}
+
+func TestRepoRootFindsTheModule(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "operator", "config", "default", "kustomization.yaml")); err != nil {
+		t.Errorf("repoRoot %s is not the mlkube checkout: %v", root, err)
+	}
+}
+
+func TestCountStates(t *testing.T) {
+	job := func(s v1beta1.JobState) v1beta1.TfJob {
+		var j v1beta1.TfJob
+		j.Status.State = s
+		return j
+	}
+	got := countStates([]v1beta1.TfJob{
+		job(v1beta1.JobStateFailed), job(v1beta1.JobStateRunning), job(""), job(v1beta1.JobStateRunning), job(v1beta1.JobStateSucceeded),
+	})
+	if want := "1 New, 2 Running, 1 Succeeded, 1 Failed"; got != want {
+		t.Errorf("countStates = %q, want %q", got, want)
+	}
+}

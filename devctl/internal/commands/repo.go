@@ -1,0 +1,81 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// module is the Go module devctl builds our programs from.
+const module = "github.com/mlkube/mlkube"
+
+// repoRoot finds the mlkube checkout at or above the working directory: the images are built
+// from its source, and its clusters/kind.yaml is the default cluster config.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if modulePath(filepath.Join(dir, "go.mod")) == module {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("devctl builds mlkube from source: run it inside an mlkube checkout (no go.mod of " + module + " here or above)")
+		}
+		dir = parent
+	}
+}
+
+func modulePath(gomod string) string {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
+}
+
+// sourceVersion names the checkout's source the way `make build` does: the git description with
+// "-dirty" for uncommitted changes, or "dev" outside git.
+func sourceVersion(ctx context.Context, root string) string {
+	cmd := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if v := strings.TrimSpace(string(out)); err == nil && v != "" {
+		return v
+	}
+	return "dev"
+}
+
+// clusterConfig returns the kind config to create the cluster from and where it came from: the
+// --config file, else clusters/kind.yaml of the checkout, else the built-in single-node config.
+func clusterConfig(root, flag string, builtin string) ([]byte, string, error) {
+	if flag != "" {
+		data, err := os.ReadFile(flag)
+		if err != nil {
+			return nil, "", fmt.Errorf("--config: %w", err)
+		}
+		return data, flag, nil
+	}
+	data, err := os.ReadFile(filepath.Join(root, "clusters", "kind.yaml"))
+	switch {
+	case err == nil:
+		return data, "clusters/kind.yaml", nil
+	case errors.Is(err, os.ErrNotExist):
+		return []byte(builtin), "built-in single-node config", nil
+	}
+	return nil, "", err
+}

@@ -1,0 +1,188 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kindcmd "sigs.k8s.io/kind/pkg/cmd"
+
+	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// Status reports on the cluster through the kubeconfig kind keeps for it, whatever the current
+// context (any kind cluster of that name, made by devctl or not): its nodes, the operator, the TfJob CRD and the TfJobs by state. It fails only when it
+// cannot look (no Docker, no cluster, no API server); what it finds unhealthy it reports.
+func Status(ctx context.Context, name string, out io.Writer) error {
+	if _, err := kindcluster.CheckDocker(ctx); err != nil {
+		return err
+	}
+	c := kindcluster.New(name, kindcmd.NewLogger())
+	exists, err := c.Exists()
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("no cluster %s: create it with `devctl up`", name)
+	}
+	if err := c.CheckRunning(ctx); err != nil {
+		return err
+	}
+	kube, err := connect(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+
+	var nodes corev1.NodeList
+	if err := kube.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("the API server of cluster %s does not answer: %w", name, err)
+	}
+
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "Cluster\t%s (context %s)\n", name, c.Context())
+	for i, n := range nodes.Items {
+		label := ""
+		if i == 0 {
+			label = "Nodes"
+		}
+		fmt.Fprintf(w, "%s\t%s  %s  %s\n", label, n.Name, nodeReady(n), n.Status.NodeInfo.KubeletVersion)
+	}
+	fmt.Fprintf(w, "Operator\t%s\n", operatorHealth(ctx, kube))
+	crdLine, served := crdHealth(ctx, kube)
+	fmt.Fprintf(w, "TfJob CRD\t%s\n", crdLine)
+	if served {
+		fmt.Fprintf(w, "TfJobs\t%s\n", tfjobsByState(ctx, kube))
+	}
+	return w.Flush()
+}
+
+func nodeReady(n corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				return "Ready"
+			}
+			return strings.TrimSpace("NotReady " + c.Reason)
+		}
+	}
+	return "NotReady"
+}
+
+func operatorHealth(ctx context.Context, kube *clients) string {
+	d := &appsv1.Deployment{}
+	err := kube.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)
+	if apierrors.IsNotFound(err) {
+		return "not installed (run `devctl up`)"
+	}
+	if err != nil {
+		return "cannot tell: " + err.Error()
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	health := "not available"
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			if c.Status == corev1.ConditionTrue {
+				health = "Available"
+			} else if c.Message != "" {
+				health = "not available: " + c.Message
+			}
+		}
+	}
+	version := d.Annotations[versionAnnotation]
+	if version == "" {
+		version = "unknown (not installed by devctl)"
+	}
+	image := ""
+	if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+		image = cs[0].Image
+	}
+	return fmt.Sprintf("%s, %d/%d ready, version %s, image %s", health, d.Status.ReadyReplicas, want, version, image)
+}
+
+// crdHealth says whether the TfJob CRD is installed and established, and so whether TfJobs
+// can be listed.
+func crdHealth(ctx context.Context, kube *clients) (string, bool) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := kube.Get(ctx, client.ObjectKey{Name: tfjobCRD}, crd)
+	if apierrors.IsNotFound(err) {
+		return "not installed (run `devctl up`)", false
+	}
+	if err != nil {
+		return "cannot tell: " + err.Error(), false
+	}
+	established := false
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			established = true
+		}
+	}
+	var versions []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			versions = append(versions, crd.Spec.Group+"/"+v.Name)
+		}
+	}
+	if !established {
+		return "installed, not established yet", false
+	}
+	return "established, serving " + strings.Join(versions, ", "), true
+}
+
+func tfjobsByState(ctx context.Context, kube *clients) string {
+	var jobs v1beta1.TfJobList
+	if err := kube.List(ctx, &jobs); err != nil {
+		return "cannot list: " + err.Error()
+	}
+	if len(jobs.Items) == 0 {
+		return "none"
+	}
+	return countStates(jobs.Items)
+}
+
+// countStates summarizes jobs by status.state, in a fixed order: "1 Running, 2 Succeeded".
+func countStates(jobs []v1beta1.TfJob) string {
+	counts := map[string]int{}
+	for _, j := range jobs {
+		state := string(j.Status.State)
+		if state == "" {
+			state = "New"
+		}
+		counts[state]++
+	}
+	order := map[string]int{"New": 0, string(v1beta1.JobStateRunning): 1, string(v1beta1.JobStateSucceeded): 2, string(v1beta1.JobStateFailed): 3}
+	states := make([]string, 0, len(counts))
+	for s := range counts {
+		states = append(states, s)
+	}
+	sort.Slice(states, func(i, j int) bool {
+		oi, iok := order[states[i]]
+		oj, jok := order[states[j]]
+		if iok != jok {
+			return iok
+		}
+		if oi != oj {
+			return oi < oj
+		}
+		return states[i] < states[j]
+	})
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = fmt.Sprintf("%d %s", counts[s], s)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,268 @@
+// Package kindcluster is devctl's view of a kind cluster: create it, tell whether one of a name
+// exists and is ours, list its nodes, load images into them, delete it. Everything goes through
+// the kind Go library with its Docker provider.
+package kindcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
+	"sigs.k8s.io/kind/pkg/log"
+)
+
+// DefaultConfig is the cluster config when the repository has none: one node, and no kindnet
+// (its image cannot be had offline), so the node image brings its own CNI config.
+const DefaultConfig = `kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+networking:
+  disableDefaultCNI: true
+nodes:
+- role: control-plane
+`
+
+// marker is the file devctl leaves on every node it creates: a cluster of the same name without it
+// was made by someone else, and devctl leaves it alone.
+const marker = "/kind/devctl"
+
+// Cluster is the kind cluster called Name.
+type Cluster struct {
+	Name     string
+	provider *cluster.Provider
+}
+
+// New returns the cluster called name; kind reports its progress through logger.
+func New(name string, logger log.Logger) *Cluster {
+	return &Cluster{
+		Name:     name,
+		provider: cluster.NewProvider(cluster.ProviderWithLogger(logger), cluster.ProviderWithDocker()),
+	}
+}
+
+// Context is the name of the kubeconfig context kind writes for the cluster.
+func (c *Cluster) Context() string { return "kind-" + c.Name }
+
+// Exists reports whether any node container of the cluster exists, running or not.
+func (c *Cluster) Exists() (bool, error) {
+	names, err := c.provider.List()
+	if err != nil {
+		return false, fmt.Errorf("listing kind clusters: %w", err)
+	}
+	for _, n := range names {
+		if n == c.Name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// CheckRunning returns nil when every node container of the existing cluster runs, and an error
+// that says what to do otherwise.
+func (c *Cluster) CheckRunning(ctx context.Context) error {
+	all, err := c.provider.ListNodes(c.Name)
+	if err != nil {
+		return fmt.Errorf("listing the nodes of cluster %s: %w", c.Name, err)
+	}
+	for _, n := range all {
+		running, err := containerRunning(ctx, n.String())
+		if err != nil {
+			return err
+		}
+		if !running {
+			return fmt.Errorf("the node container %[1]s of cluster %[2]s exists but is stopped: start it with `docker start %[1]s`, or delete the cluster with `devctl down --name %[2]s`", n, c.Name)
+		}
+	}
+	return nil
+}
+
+// CheckOurs returns nil when every node of the existing cluster is running and carries devctl's
+// marker, and an error that says what to do otherwise.
+func (c *Cluster) CheckOurs(ctx context.Context) error {
+	if err := c.CheckRunning(ctx); err != nil {
+		return err
+	}
+	all, err := c.provider.ListNodes(c.Name)
+	if err != nil {
+		return fmt.Errorf("listing the nodes of cluster %s: %w", c.Name, err)
+	}
+	for _, n := range all {
+		out, err := kindexec.Output(n.Command("sh", "-c", "test -e "+marker+" && echo yes || echo no"))
+		if err != nil {
+			return fmt.Errorf("looking for devctl's marker on node %s: %w", n, runErrorOutput(err))
+		}
+		if strings.TrimSpace(string(out)) != "yes" {
+			return fmt.Errorf("a kind cluster named %[1]s exists but devctl did not make it (node %[2]s has no %[3]s): delete it with `devctl down --name %[1]s`, or pick another name with --name", c.Name, n, marker)
+		}
+	}
+	return nil
+}
+
+// Create creates the cluster from a kind config (nodeImage, when set, overrides the config's),
+// waits up to wait for the control plane, writes the kubeconfig context and marks the nodes as
+// devctl's.
+func (c *Cluster) Create(config []byte, nodeImage string, wait time.Duration) error {
+	opts := []cluster.CreateOption{
+		cluster.CreateWithRawConfig(config),
+		cluster.CreateWithWaitForReady(wait),
+		cluster.CreateWithDisplayUsage(false),
+		cluster.CreateWithDisplaySalutation(false),
+	}
+	if nodeImage != "" {
+		opts = append(opts, cluster.CreateWithNodeImage(nodeImage))
+	}
+	if err := c.provider.Create(c.Name, opts...); err != nil {
+		return fmt.Errorf("creating cluster %s: %w", c.Name, runErrorOutput(err))
+	}
+	all, err := c.provider.ListNodes(c.Name)
+	if err != nil {
+		return err
+	}
+	content := fmt.Sprintf("created by devctl at %s\n", time.Now().UTC().Format(time.RFC3339))
+	for _, n := range all {
+		if err := nodeutils.WriteFile(n, marker, content); err != nil {
+			return fmt.Errorf("marking node %s as devctl's (delete the cluster with `devctl down --name %s` and retry): %w", n, c.Name, runErrorOutput(err))
+		}
+	}
+	return nil
+}
+
+// Delete deletes the cluster and the kubeconfig entries kind wrote for it (those also when the
+// cluster is gone already); it reports whether there was a cluster to delete.
+func (c *Cluster) Delete() (bool, error) {
+	exists, err := c.Exists()
+	if err != nil {
+		return false, err
+	}
+	if err := c.provider.Delete(c.Name, ""); err != nil {
+		return exists, fmt.Errorf("deleting cluster %s: %w", c.Name, runErrorOutput(err))
+	}
+	return exists, nil
+}
+
+// ExportKubeConfig writes the cluster's context into the user's kubeconfig and makes it current,
+// as creating the cluster did.
+func (c *Cluster) ExportKubeConfig() error {
+	return c.provider.ExportKubeConfig(c.Name, "", false)
+}
+
+// RESTConfig is a client config for the cluster from the kubeconfig kind keeps, whatever the
+// user's current context is.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	kubeconfig, err := c.provider.KubeConfig(c.Name, false)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig of cluster %s: %w", c.Name, runErrorOutput(err))
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "devctl"
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+// Nodes lists the cluster's Kubernetes nodes (the containers, not the API objects).
+func (c *Cluster) Nodes() ([]nodes.Node, error) {
+	all, err := c.provider.ListInternalNodes(c.Name)
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of cluster %s: %w", c.Name, err)
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("cluster %s has no nodes", c.Name)
+	}
+	return all, nil
+}
+
+// Images lists the image references the node's containerd holds for Kubernetes.
+func Images(n nodes.Node) ([]string, error) {
+	lines, err := kindexec.OutputLines(n.Command("ctr", "--namespace=k8s.io", "images", "list", "-q"))
+	if err != nil {
+		return nil, fmt.Errorf("listing the images on node %s: %w", n, runErrorOutput(err))
+	}
+	return lines, nil
+}
+
+// LoadArchive imports a docker-archive file into the node's containerd.
+func LoadArchive(n nodes.Node, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := nodeutils.LoadImageArchive(n, f); err != nil {
+		return fmt.Errorf("loading images into node %s: %w", n, runErrorOutput(err))
+	}
+	return nil
+}
+
+// Engine is the Docker engine that runs the nodes.
+type Engine struct {
+	Version string
+	// Arch is the engine's architecture as a GOARCH, what our binaries are built for.
+	Arch string
+}
+
+// CheckDocker asks the Docker engine for its version; the error says how to get one running.
+func CheckDocker(ctx context.Context) (*Engine, error) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return nil, errors.New("no docker command found: install Docker (the CLI and an engine), then retry")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "info", "--format", "{{.ServerVersion}} {{.Architecture}}").CombinedOutput()
+	fields := strings.Fields(string(out))
+	if err != nil || len(fields) != 2 {
+		return nil, fmt.Errorf("no Docker engine answers: start Docker, or run `hack/docker.sh start` on a machine without one (docker info: %s)", firstLine(out, err))
+	}
+	return &Engine{Version: fields[0], Arch: goarch(fields[1])}, nil
+}
+
+// goarch maps what the engine reports (uname -m) to Go's name for it.
+func goarch(machine string) string {
+	switch machine {
+	case "x86_64":
+		return "amd64"
+	case "aarch64":
+		return "arm64"
+	}
+	return machine
+}
+
+func containerRunning(ctx context.Context, container string) (bool, error) {
+	out, err := exec.CommandContext(ctx, "docker", "inspect", "--format", "{{.State.Running}}", container).CombinedOutput()
+	if err != nil {
+		return false, fmt.Errorf("inspecting node container %s: %s", container, firstLine(out, err))
+	}
+	return strings.TrimSpace(string(out)) == "true", nil
+}
+
+// runErrorOutput adds the output of a failed command run by kind, which its error leaves out.
+func runErrorOutput(err error) error {
+	var re *kindexec.RunError
+	if errors.As(err, &re) && len(strings.TrimSpace(string(re.Output))) > 0 {
+		return fmt.Errorf("%w\n%s", err, strings.TrimSpace(string(re.Output)))
+	}
+	return err
+}
+
+func firstLine(out []byte, err error) string {
+	s := strings.TrimSpace(string(out))
+	if s == "" {
+		if err == nil {
+			return "no answer"
+		}
+		return err.Error()
+	}
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,55 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is the field manager of everything devctl applies.
+const FieldOwner = "devctl"
+
+// Applied counts what an Apply did.
+type Applied struct {
+	Created, Changed, Unchanged int
+}
+
+func (a Applied) String() string {
+	return fmt.Sprintf("%d created, %d changed, %d unchanged", a.Created, a.Changed, a.Unchanged)
+}
+
+// Apply applies every object, in order, with server-side apply: devctl owns the fields it sets
+// and takes them over from whoever set them before (kubectl edit, an older devctl). Applying
+// the same objects again changes nothing on the server; the resource version tells which objects
+// changed.
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) (Applied, error) {
+	var a Applied
+	for _, u := range objs {
+		id := fmt.Sprintf("%s %s", u.GetKind(), client.ObjectKeyFromObject(u))
+		before := &metav1.PartialObjectMetadata{}
+		before.SetGroupVersionKind(u.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), before)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return a, fmt.Errorf("reading %s: %w", id, err)
+		}
+		existed := err == nil
+
+		after := u.DeepCopy()
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(after), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return a, fmt.Errorf("applying %s: %w", id, err)
+		}
+		switch {
+		case !existed:
+			a.Created++
+		case after.GetResourceVersion() != before.GetResourceVersion():
+			a.Changed++
+		default:
+			a.Unchanged++
+		}
+	}
+	return a, nil
+}

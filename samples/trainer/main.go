@@ -1,0 +1,273 @@
+// Command trainer is mlkube's sample distributed trainer: a linear regression trained with
+// asynchronous SGD across the replicas of a TfJob, parameter servers and all, over plain HTTP
+// between the addresses in TF_CONFIG. It exists to exercise the operator for real: replicas
+// that find each other by their services, a decider whose exit 0 ends the job, exit codes that
+// mean what the operator's restart policy reads them to mean, and TensorBoard event files.
+// `trainer --help` explains it all.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Exit codes, as the operator's ExitCode restart policy reads them: 0 done, 1-127 permanent,
+// 128-255 retryable.
+const (
+	exitOK     = 0
+	exitFailed = 1 // did not converge, diverged, or a peer refused: no retry can fix it
+	exitUsage  = 2 // bad flags or TF_CONFIG
+	// exitPeerTimeout is 128+SIGALRM, "a timer ran out": a peer not up in time is no bug in
+	// this program, and a new pod may well find it.
+	exitPeerTimeout = 142
+	// exitInterrupted is 128+SIGTERM: a trainer stopped before its work was done (an evicted or
+	// deleted pod) must be recreated, not taken as finished.
+	exitInterrupted = 143
+)
+
+const usageText = `trainer: mlkube's sample distributed trainer.
+
+It trains a linear regression (8 features and a bias, mean squared error) with asynchronous SGD
+across the replicas of a TfJob, using only the addresses in TF_CONFIG (or --tf-config). What a
+replica does depends on its task type:
+
+  ps         holds shard i % N of the parameters and applies the gradients it is sent (SGD with
+             --learning-rate). It never exits on its own, like TensorFlow's parameter servers:
+             the operator stops it (SIGTERM: exit 0).
+  worker     loops: fetch the parameters from every ps, compute the gradient on a synthetic
+             batch of --batch-size, push it; exits 0 once the ps say done.
+  master, chief (or worker 0 when the cluster has neither): the decider. Trains like a
+             worker, evaluates on a held-out set every --eval-every global steps, and once the
+             loss is under --loss-threshold sets done on the ps and exits 0.
+  evaluator  evaluates every --eval-interval; exits 0 once done.
+
+With no ps in the cluster, the decider holds the parameters itself, so a job of one replica
+trains too. Replicas talk JSON over HTTP on the port of their TF_CONFIG address (GET /v1/params,
+POST /v1/apply, POST /v1/done, GET /v1/status) and retry with backoff while a peer is not up.
+
+Exit codes (0 done; 1-127 fail the job; 128-255 make the operator recreate the pod):
+  0    this replica is done
+  1    the loss is not under --loss-threshold after --max-steps, the training diverged, or a
+       peer refused a request (the replicas disagree about the cluster)
+  2    bad flags or TF_CONFIG
+  142  a peer did not answer for --peer-timeout (128+SIGALRM)
+  143  a worker, decider or evaluator stopped by SIGTERM or SIGINT before done (128+SIGTERM)
+  N    --exit-code N at --exit-at-step, to exercise restarts
+
+Every log line starts with the replica and the global step: "worker-1 step=42 ...".
+
+Run by hand, one replica per shell (or each with & at the end):
+  C='"cluster":{"ps":["127.0.0.1:2230"],"worker":["127.0.0.1:2231","127.0.0.1:2232"]}'
+  trainer --tf-config "{$C,\"task\":{\"type\":\"ps\",\"index\":0}}"
+  trainer --tf-config "{$C,\"task\":{\"type\":\"worker\",\"index\":1}}"
+  trainer --tf-config "{$C,\"task\":{\"type\":\"worker\",\"index\":0}}" --logdir /tmp/tb
+
+Flags:
+`
+
+// Options are the flags, plus what main and tests provide.
+type Options struct {
+	LogDir        string
+	LossThreshold float64
+	MaxSteps      int64
+	LearningRate  float64
+	BatchSize     int
+	EvalEvery     int64
+	EvalInterval  time.Duration
+	LogEvery      int64
+	PeerTimeout   time.Duration
+	StepDelay     time.Duration
+	ExitCode      int
+	ExitAtStep    int64
+	ExitOnceFile  string
+
+	Out      io.Writer    // the log; io.Discard when nil
+	Hostname string       // names the event file
+	Listener net.Listener // when set, a replica that serves parameters serves on it (tests)
+}
+
+func defaultOptions() Options {
+	return Options{
+		LossThreshold: 0.01,
+		MaxSteps:      5000,
+		LearningRate:  0.05,
+		BatchSize:     32,
+		EvalEvery:     10,
+		EvalInterval:  time.Second,
+		LogEvery:      10,
+		PeerTimeout:   5 * time.Minute,
+		ExitCode:      -1,
+	}
+}
+
+func (o *Options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.LogDir, "logdir", o.LogDir, "write TensorBoard event files of the loss here (the decider; the evaluator into `dir`/eval); empty: none")
+	fs.Float64Var(&o.LossThreshold, "loss-threshold", o.LossThreshold, "the decider ends the training once the held-out loss is under this (the noise floor is 0.0025)")
+	fs.Int64Var(&o.MaxSteps, "max-steps", o.MaxSteps, "the decider gives up (exit 1) when the global step reaches this without converging")
+	fs.Float64Var(&o.LearningRate, "learning-rate", o.LearningRate, "SGD step size, applied by the parameter servers (give every replica the same flags)")
+	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "synthetic examples per gradient")
+	fs.Int64Var(&o.EvalEvery, "eval-every", o.EvalEvery, "the decider evaluates every this many global steps")
+	fs.DurationVar(&o.EvalInterval, "eval-interval", o.EvalInterval, "the evaluator evaluates this often")
+	fs.Int64Var(&o.LogEvery, "log-every", o.LogEvery, "log every this many steps of a trainer (gradients applied, on a ps)")
+	fs.DurationVar(&o.PeerTimeout, "peer-timeout", o.PeerTimeout, "how long a peer may not answer before giving up with exit 142 (retryable)")
+	fs.DurationVar(&o.StepDelay, "step-delay", o.StepDelay, "pause after each training step, so a job runs long enough to watch (e.g. 200ms)")
+	fs.IntVar(&o.ExitCode, "exit-code", o.ExitCode, "with --exit-at-step: exit with this `code` (0-255; e.g. 137 to look preempted, 1 to fail the job; -1: none)")
+	fs.Int64Var(&o.ExitAtStep, "exit-at-step", o.ExitAtStep, "exit with --exit-code when this replica reaches this `step` of its own (a trainer's steps, a ps's gradients applied, an evaluator's evaluations), counted from the process start: a recreated pod fails again, unless --exit-once-file")
+	fs.StringVar(&o.ExitOnceFile, "exit-once-file", o.ExitOnceFile, "with --exit-at-step: exit only if `path` does not exist yet, creating it first; on a volume that outlives the pod (hostPath, a PersistentVolumeClaim; not an emptyDir, which goes with the pod) the replica fails once, then trains")
+}
+
+func (o Options) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(o.LossThreshold > 0, "--loss-threshold must be positive")
+	check(o.MaxSteps >= 1, "--max-steps must be at least 1")
+	check(o.LearningRate > 0 && finite(o.LearningRate), "--learning-rate must be positive")
+	check(o.BatchSize >= 1, "--batch-size must be at least 1")
+	check(o.EvalEvery >= 1, "--eval-every must be at least 1")
+	check(o.EvalInterval > 0, "--eval-interval must be positive")
+	check(o.LogEvery >= 1, "--log-every must be at least 1")
+	check(o.PeerTimeout > 0, "--peer-timeout must be positive")
+	check(o.StepDelay >= 0, "--step-delay must not be negative")
+	check(o.ExitCode >= -1 && o.ExitCode <= 255, "--exit-code must be 0-255")
+	check(o.ExitAtStep >= 0, "--exit-at-step must not be negative")
+	check((o.ExitCode >= 0) == (o.ExitAtStep > 0), "--exit-code and --exit-at-step go together")
+	check(o.ExitOnceFile == "" || o.ExitAtStep > 0, "--exit-once-file needs --exit-at-step")
+	return errors.Join(errs...)
+}
+
+// fault is --exit-code at --exit-at-step: a failure on purpose, to exercise the operator.
+type fault struct {
+	code     int
+	atStep   int64
+	onceFile string
+}
+
+func (o Options) fault() fault { return fault{o.ExitCode, o.ExitAtStep, o.ExitOnceFile} }
+
+// check tells whether the replica must exit now, at its own step, and with what code.
+func (f fault) check(step int64, log *logger) (int, bool) {
+	if f.atStep <= 0 || step != f.atStep {
+		return 0, false
+	}
+	if f.onceFile != "" {
+		file, err := os.OpenFile(f.onceFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			log.printf("--exit-once-file %s exists: this replica failed on purpose before; going on", f.onceFile)
+			return 0, false
+		case err != nil:
+			// Failing on every run would loop through the restarts; say so once, plainly.
+			log.printf("cannot create --exit-once-file: %v; exiting %d", err, exitFailed)
+			return exitFailed, true
+		}
+		file.Close()
+	}
+	log.printf("exiting with code %d at own step %d (--exit-code, --exit-at-step)", f.code, step)
+	return f.code, true
+}
+
+// logger writes one line per call: the replica, the step, then the message.
+type logger struct {
+	mu   sync.Mutex
+	w    io.Writer
+	name string
+	step atomic.Int64
+}
+
+func newLogger(w io.Writer, name string) *logger { return &logger{w: w, name: name} }
+
+func (l *logger) setStep(step int64) { l.step.Store(step) }
+
+func (l *logger) printf(format string, args ...any) {
+	line := fmt.Sprintf("%s step=%d %s\n", l.name, l.step.Load(), fmt.Sprintf(format, args...))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	io.WriteString(l.w, line)
+}
+
+// Run runs one replica until it is done and returns its exit code. The context ending is
+// SIGTERM: a ps then exits 0, any other replica 143.
+func Run(ctx context.Context, cfg TFConfig, o Options) int {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Hostname == "" {
+		o.Hostname = "localhost"
+	}
+	log := newLogger(o.Out, cfg.Name())
+	cluster, _ := json.Marshal(cfg.Cluster)
+	var shards []string
+	for _, p := range cfg.ParamServers() {
+		shards = append(shards, p.name+"="+p.addr)
+	}
+	log.printf("cluster=%s task=%s:%d role=%s parameters_on=%s", cluster, cfg.Task.Type, cfg.Task.Index, cfg.role(), strings.Join(shards, ","))
+	if err := o.validate(); err != nil {
+		log.printf("bad flags: %v; exiting %d", err, exitUsage)
+		return exitUsage
+	}
+	switch cfg.Task.Type {
+	case typePS:
+		return runPS(ctx, cfg, o, log)
+	case typeEvaluator:
+		return runEvaluator(ctx, cfg, o, log)
+	}
+	return runTrainer(ctx, cfg, o, log)
+}
+
+// cli is main, testable: it parses args and TF_CONFIG and runs the replica until a signal.
+func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o := defaultOptions()
+	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
+	var flagOut bytes.Buffer
+	fs.SetOutput(&flagOut)
+	tfConfig := fs.String("tf-config", "", "TF_CONFIG as `JSON`, instead of the TF_CONFIG variable (local runs, tests)")
+	o.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			stdout.Write(flagOut.Bytes())
+			return exitOK
+		}
+		stderr.Write(flagOut.Bytes())
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "trainer: unexpected arguments %q; see trainer --help\n", fs.Args())
+		return exitUsage
+	}
+	cfg, err := loadTFConfig(*tfConfig, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return exitUsage
+	}
+	o.Out = stdout
+	o.Hostname, _ = os.Hostname()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return Run(ctx, cfg, o)
+}
+
+func main() {
+	os.Exit(cli(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
