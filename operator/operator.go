@@ -18,12 +18,16 @@ import (
 
 	"github.com/mlkube/mlkube/operator/accelerator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/mxjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
 // Version is set at build time (make build).
 var Version = "dev"
+
+// Frameworks are the job kinds the operator runs, each a plug-in to the one engine.
+var Frameworks = []replicajob.Framework{tfjob.Framework{}, mxjob.Framework{}}
 
 // Options are the operator's settings; cmd/mlkube-operator maps its flags onto them.
 type Options struct {
@@ -102,7 +106,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		pods = store
 	}
 
-	for _, fw := range []replicajob.Framework{tfjob.Framework{}} {
+	for _, fw := range Frameworks {
 		r := &replicajob.Reconciler{
 			Client:    mgr.GetClient(),
 			Framework: fw,

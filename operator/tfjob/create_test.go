@@ -85,7 +85,7 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 	waitEvent(t, ns, "mnist", "Created", "created 5 pods and 5 services")
 
 	// All running: phase Running, Running condition, ready counts in the summary column.
-	kubelet{t, ns}.Running(podNames("mnist")...)
+	kubelet{T: t, NS: ns}.Running(podNames("mnist")...)
 	job = waitJob(t, ns, "mnist", "running", inState(v1beta1.JobStateRunning, v1beta1.JobPhaseRunning))
 	if c := condition(job, v1beta1.JobRunning); c == nil || c.Status != "True" {
 		t.Errorf("Running condition %+v", c)
@@ -109,7 +109,7 @@ func TestPendingReasonIsShown(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), newJob(ns, "pull", replicaGroup(v1beta1.TfReplicaWorker, 1))))
 	waitPods(t, ns, "pull-worker-0")
-	kubelet{t, ns}.update("pull-worker-0", func(p *corev1.Pod) {
+	kubelet{T: t, NS: ns}.Update("pull-worker-0", func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodPending
 		p.Status.ContainerStatuses = containerStatus(p, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}, 0)
 	})

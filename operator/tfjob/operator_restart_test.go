@@ -16,7 +16,7 @@ func TestOperatorRestartMidJob(t *testing.T) {
 	stop := startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), standardJob(ns, "resume")))
 	before := waitPods(t, ns, podNames("resume")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("resume")...)
 	waitJob(t, ns, "resume", "running", inState(v1beta1.JobStateRunning, v1beta1.JobPhaseRunning))
 	stop()
@@ -67,7 +67,7 @@ func TestCountedFailureIsNotCountedTwice(t *testing.T) {
 
 	// What a killed operator leaves: the failure counted in status, the pod not yet deleted.
 	failed := pods["crash-ps-1"]
-	kubelet{t, ns}.Exit("crash-ps-1", 137, "Error")
+	kubelet{T: t, NS: ns}.Exit("crash-ps-1", 137, "Error")
 	must(t, retry(func() error {
 		var job v1beta1.TfJob
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "crash"}, &job); err != nil {

@@ -16,7 +16,7 @@ func TestMasterSuccessEndsJobAndCleansRunningPods(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), standardJob(ns, "ok")))
 	waitPods(t, ns, podNames("ok")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("ok")...)
 	kl.Exit("ok-worker-0", 0, "Completed")
 	// Worker 1's exit is reported before its pod's phase turns terminal; it is finished all
@@ -56,7 +56,7 @@ func TestWorkerZeroDecidesWithoutMaster(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), newJob(ns, "w", replicaGroup(v1beta1.TfReplicaWorker, 2), replicaGroup(v1beta1.TfReplicaPS, 1))))
 	waitPods(t, ns, "w-worker-0", "w-worker-1", "w-ps-0")
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running("w-worker-0", "w-worker-1", "w-ps-0")
 	kl.Exit("w-worker-1", 0, "Completed")
 	waitJob(t, ns, "w", "worker 1 alone does not end the job", func(j *v1beta1.TfJob) error {
@@ -80,7 +80,7 @@ func TestPermanentExitFailsJob(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), standardJob(ns, "bad")))
 	waitPods(t, ns, podNames("bad")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("bad")...)
 	kl.Exit("bad-worker-1", 1, "Error")
 
@@ -106,7 +106,7 @@ func TestOOMKilledIsPermanent(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), standardJob(ns, "oom")))
 	waitPods(t, ns, podNames("oom")...)
-	kubelet{t, ns}.Exit("oom-ps-0", 137, "OOMKilled")
+	kubelet{T: t, NS: ns}.Exit("oom-ps-0", 137, "OOMKilled")
 	job := waitJob(t, ns, "oom", "failed", inState(v1beta1.JobStateFailed, v1beta1.JobPhaseFailed))
 	if c := condition(job, v1beta1.JobFailed); c.Reason != "OOMKilled" {
 		t.Errorf("Failed condition %+v", c)
@@ -125,7 +125,7 @@ func TestRestartPolicyNever(t *testing.T) {
 	w.RestartPolicy = v1beta1.RestartPolicyNever
 	must(t, k8s.Create(context.Background(), newJob(ns, "never", w)))
 	waitPods(t, ns, "never-worker-0")
-	kubelet{t, ns}.Exit("never-worker-0", 143, "Error")
+	kubelet{T: t, NS: ns}.Exit("never-worker-0", 143, "Error")
 	waitJob(t, ns, "never", "failed", inState(v1beta1.JobStateFailed, v1beta1.JobPhaseFailed))
 	waitEvent(t, ns, "never", "Failed", "never-worker-0", "code 143", "restartPolicy Never")
 }
@@ -146,7 +146,7 @@ func TestCleanPodPolicyAllAndNone(t *testing.T) {
 			job.Spec.RunPolicy.CleanPodPolicy = tc.policy
 			must(t, k8s.Create(context.Background(), job))
 			waitPods(t, ns, podNames("c")...)
-			kl := kubelet{t, ns}
+			kl := kubelet{T: t, NS: ns}
 			kl.Running(podNames("c")...)
 			kl.Exit("c-master-0", 0, "Completed")
 			waitJob(t, ns, "c", "done", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))
@@ -167,7 +167,7 @@ func TestActiveDeadlineFailsJobAndStopsPods(t *testing.T) {
 	job.Spec.RunPolicy.CleanPodPolicy = v1beta1.CleanPodPolicyNone
 	must(t, k8s.Create(context.Background(), job))
 	waitPods(t, ns, podNames("slow")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("slow")...)
 	kl.Exit("slow-worker-1", 0, "Completed")
 
@@ -190,7 +190,7 @@ func TestTTLDeletesFinishedJob(t *testing.T) {
 	job.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](1)
 	must(t, k8s.Create(context.Background(), job))
 	waitPods(t, ns, "ttl-worker-0")
-	kubelet{t, ns}.Exit("ttl-worker-0", 0, "Completed")
+	kubelet{T: t, NS: ns}.Exit("ttl-worker-0", 0, "Completed")
 	waitJob(t, ns, "ttl", "done", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))
 	eventually(t, "job deleted after its TTL", func() error {
 		var list v1beta1.TfJobList

@@ -45,7 +45,7 @@ func TestOperatorNeedsOnlyItsRBAC(t *testing.T) {
 	job.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To[int32](1)
 	must(t, k8s.Create(context.Background(), job))
 	waitPods(t, ns, podNames("rbac")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("rbac")...)
 	kl.Exit("rbac-ps-1", 137, "Error")
 	waitEvent(t, ns, "rbac", "Restarting", "rbac-ps-1")

@@ -17,7 +17,7 @@ func TestRetryableExitRecreatesPod(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), standardJob(ns, "retry")))
 	pods := waitPods(t, ns, podNames("retry")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("retry")...)
 	waitJob(t, ns, "retry", "running", inState(v1beta1.JobStateRunning, v1beta1.JobPhaseRunning))
 	kl.Exit("retry-worker-1", 137, "Error")
@@ -68,7 +68,7 @@ func TestBackoffLimitExceededFailsJob(t *testing.T) {
 	job.Spec.RunPolicy.BackoffLimit = ptr.To[int32](1)
 	must(t, k8s.Create(context.Background(), job))
 	pods := waitPods(t, ns, podNames("flaky")...)
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Exit("flaky-ps-0", 143, "Error")
 	waitJob(t, ns, "flaky", "first restart", func(j *v1beta1.TfJob) error {
 		if j.Status.Restarts != 1 {
@@ -107,7 +107,7 @@ func TestOnFailureCountsInPlaceRestarts(t *testing.T) {
 	if p := pods["inplace-worker-0"]; p.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
 		t.Errorf("pod restartPolicy %s, want OnFailure", p.Spec.RestartPolicy)
 	}
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.RestartedInPlace("inplace-worker-0", 2)
 	waitJob(t, ns, "inplace", "restarts shown", func(j *v1beta1.TfJob) error {
 		if j.Status.Restarts != 2 || j.Status.State != v1beta1.JobStateRunning {
@@ -133,7 +133,7 @@ func TestEvictedPodIsRecreated(t *testing.T) {
 	startOperator(t, ns)
 	must(t, k8s.Create(context.Background(), newJob(ns, "ev", replicaGroup(v1beta1.TfReplicaWorker, 1))))
 	pods := waitPods(t, ns, "ev-worker-0")
-	kubelet{t, ns}.update("ev-worker-0", func(p *corev1.Pod) {
+	kubelet{T: t, NS: ns}.Update("ev-worker-0", func(p *corev1.Pod) {
 		p.Status.Phase = corev1.PodFailed
 		p.Status.Reason = "Evicted"
 	})

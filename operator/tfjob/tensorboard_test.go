@@ -69,7 +69,7 @@ func TestTensorboardDeploymentServiceAndLink(t *testing.T) {
 	})
 
 	// TensorBoard outlives the job's end (the results are worth a look) and is not a replica.
-	kl := kubelet{t, ns}
+	kl := kubelet{T: t, NS: ns}
 	kl.Running(podNames("tb")...)
 	kl.Exit("tb-master-0", 0, "Completed")
 	waitJob(t, ns, "tb", "done", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))

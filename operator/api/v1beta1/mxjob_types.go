@@ -1,0 +1,114 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MXReplicaType is a role in an MXNet parameter-server cluster.
+// +kubebuilder:validation:Enum=SCHEDULER;SERVER;WORKER
+type MXReplicaType string
+
+const (
+	MXReplicaScheduler MXReplicaType = "SCHEDULER"
+	MXReplicaServer    MXReplicaType = "SERVER"
+	MXReplicaWorker    MXReplicaType = "WORKER"
+)
+
+// MXContainerName is the container of each replica that gets the DMLC_* env and whose exit code
+// decides the replica's outcome.
+const MXContainerName = "mxnet"
+
+// DefaultMXPort is the port each replica listens on when port is unset; the scheduler's is
+// DMLC_PS_ROOT_PORT.
+const DefaultMXPort int32 = 9091
+
+// MXReplicaSpec is one replica group of an MXJob.
+// +kubebuilder:validation:XValidation:rule="self.mxReplicaType != 'SCHEDULER' || self.replicas == 1",message="the SCHEDULER group has exactly one replica: set replicas: 1"
+// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'mxnet')",message="template.spec.containers needs a container named 'mxnet': it gets the DMLC_* env and its exit code decides the replica's outcome"
+type MXReplicaSpec struct {
+	// mxReplicaType is the role: SCHEDULER (exactly one; it coordinates and its exit decides the
+	// job), SERVER (holds the parameters) or WORKER (computes).
+	// +required
+	MXReplicaType MXReplicaType `json:"mxReplicaType"`
+
+	// replicas is the number of pods of this type (default 1).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// port is the port the replica listens on (default 9091). The scheduler's is passed to
+	// every replica as DMLC_PS_ROOT_PORT.
+	// +kubebuilder:default=9091
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// restartPolicy says what happens when the mxnet container exits, as for TfJob: ExitCode
+	// (default; 0 done, 1-127 permanent failure, 128-255 retryable, OOMKilled permanent),
+	// OnFailure, Always or Never.
+	// +kubebuilder:default=ExitCode
+	// +optional
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// template is the pod each replica runs. One container must be named mxnet.
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// MXJobSpec is a distributed MXNet job: its replica groups and how it runs.
+// +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.mxReplicaType == 'SCHEDULER')",message="replicaSpecs needs a SCHEDULER group: every replica finds the cluster through it, and its exit decides the job"
+type MXJobSpec struct {
+	// replicaSpecs are the replica groups, one per mxReplicaType. They cannot change once the
+	// job exists: running replicas were told how many servers and workers there are.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicaSpecs cannot change once the job exists (running replicas were told how many servers and workers there are): delete the job and create it again"
+	// +listType=map
+	// +listMapKey=mxReplicaType
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +required
+	ReplicaSpecs []MXReplicaSpec `json:"replicaSpecs"`
+
+	// runPolicy governs the job as a whole: clean-up, retries, deadline and TTL.
+	// +kubebuilder:default={}
+	// +optional
+	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
+}
+
+// MXJob runs distributed MXNet on the same engine as TfJob: one pod and one headless service per
+// replica, the DMLC_* env in every pod, restarts by exit code, and the same status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=mxjobs,singular=mxjob,shortName=mxj,categories=mlkube
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.replicas`,description="ready/total pods per replica type"
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica gets a service named <name>-<type>-<index>, and service names stop at 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it prefixes the replica service names (DNS-1035 labels)"
+type MXJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   MXJobSpec `json:"spec"`
+	Status JobStatus `json:"status,omitempty"`
+}
+
+// MXJobList is a list of MXJobs.
+//
+// +kubebuilder:object:root=true
+type MXJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MXJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MXJob{}, &MXJobList{})
+}

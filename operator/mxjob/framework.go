@@ -1,0 +1,85 @@
+// Package mxjob is the MXJob framework on the replica-job engine: MXNet's replica types, the
+// DMLC_* env that points every replica at the scheduler, and the scheduler deciding the job.
+package mxjob
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+)
+
+// +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs/status,verbs=get;update
+// +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs/finalizers,verbs=update
+
+// Framework plugs MXJob into the engine.
+type Framework struct{}
+
+var _ replicajob.Framework = Framework{}
+
+func (Framework) Kind() string          { return "MXJob" }
+func (Framework) NewJob() client.Object { return &v1beta1.MXJob{} }
+func (Framework) ContainerName() string { return v1beta1.MXContainerName }
+func (Framework) RunPolicy(job client.Object) v1beta1.RunPolicy {
+	return job.(*v1beta1.MXJob).Spec.RunPolicy
+}
+func (Framework) Status(job client.Object) *v1beta1.JobStatus {
+	return &job.(*v1beta1.MXJob).Status
+}
+
+// Replicas lists the replica groups, defaults applied as the apiserver would.
+func (Framework) Replicas(job client.Object) []replicajob.Replica {
+	spec := job.(*v1beta1.MXJob).Spec
+	var out []replicajob.Replica
+	for i := range spec.ReplicaSpecs {
+		rs := &spec.ReplicaSpecs[i]
+		r := replicajob.Replica{
+			Type:          string(rs.MXReplicaType),
+			Replicas:      max(rs.Replicas, 1),
+			Port:          rs.Port,
+			RestartPolicy: rs.RestartPolicy,
+			Template:      &rs.Template,
+		}
+		if r.Port == 0 {
+			r.Port = v1beta1.DefaultMXPort
+		}
+		if r.RestartPolicy == "" {
+			r.RestartPolicy = v1beta1.RestartPolicyExitCode
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// Decider is the scheduler: MXNet's scheduler exits once every worker has finished.
+func (Framework) Decider([]replicajob.Replica) string { return string(v1beta1.MXReplicaScheduler) }
+
+// Env is what MXNet's parameter-server runtime (ps-lite) reads to join the cluster: the
+// replica's role, where the scheduler is, and how many servers and workers to wait for.
+func (Framework) Env(job client.Object, replicas []replicajob.Replica, typ string, index int) ([]corev1.EnvVar, error) {
+	counts := map[string]int32{}
+	var scheduler *replicajob.Replica
+	for i, r := range replicas {
+		counts[r.Type] = r.Replicas
+		if r.Type == string(v1beta1.MXReplicaScheduler) {
+			scheduler = &replicas[i]
+		}
+	}
+	if scheduler == nil {
+		return nil, fmt.Errorf("MXJob %s has no SCHEDULER group", job.GetName())
+	}
+	host := replicajob.Host(job, scheduler.Type, 0, scheduler.Port)
+	host = host[:strings.LastIndex(host, ":")]
+	return []corev1.EnvVar{
+		{Name: "DMLC_ROLE", Value: strings.ToLower(typ)},
+		{Name: "DMLC_PS_ROOT_URI", Value: host},
+		{Name: "DMLC_PS_ROOT_PORT", Value: fmt.Sprint(scheduler.Port)},
+		{Name: "DMLC_NUM_SERVER", Value: fmt.Sprint(counts[string(v1beta1.MXReplicaServer)])},
+		{Name: "DMLC_NUM_WORKER", Value: fmt.Sprint(counts[string(v1beta1.MXReplicaWorker)])},
+	}, nil
+}
