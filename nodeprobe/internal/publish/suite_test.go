@@ -1,0 +1,221 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/internal/controlplane"
+	"github.com/mlkube/mlkube/nodeprobe/internal/driver"
+	"github.com/mlkube/mlkube/operator/accelerator"
+)
+
+// These tests publish against a real kube-apiserver and etcd (envtest): optimistic concurrency,
+// merge patches, events and RBAC are the apiserver's, not a fake's.
+
+var (
+	cfg *rest.Config
+	k8s client.Client
+	// noControlPlane is why the tests skip when the control-plane binaries are not built.
+	noControlPlane error
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	env, c, err := controlplane.Start()
+	if errors.Is(err, controlplane.ErrNoAssets) {
+		noControlPlane = err
+		os.Exit(m.Run())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg = c
+	if k8s, err = client.New(cfg, client.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+var counter atomic.Int32
+
+// testLogger logs to the test, shown when it fails or with -v.
+func testLogger(t *testing.T) logr.Logger {
+	return funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
+}
+
+// setup gives a test its own namespace for the ConfigMap and a publisher writing there.
+func setup(t *testing.T) *Publisher {
+	t.Helper()
+	if noControlPlane != nil {
+		t.Skip(noControlPlane)
+	}
+	ns := fmt.Sprintf("t%d-%s", counter.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
+	if len(ns) > 60 {
+		ns = strings.TrimRight(ns[:60], "-")
+	}
+	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	return &Publisher{Client: k8s, Namespace: ns, Name: "mlkube-accelerators", Log: testLogger(t)}
+}
+
+// node creates a Node named after the test (nodes are cluster-wide) and returns its name.
+func node(t *testing.T, p *Publisher, name string) string {
+	t.Helper()
+	full := p.Namespace + "-" + name
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        full,
+		Labels:      map[string]string{"team": "ml"},
+		Annotations: map[string]string{"example.com/other": "kept"},
+	}}
+	must(t, k8s.Create(context.Background(), n))
+	return full
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two layouts as nodeprobe finds them: GKE's driver directory, and Debian's files.
+func gkeFinding() *driver.Finding {
+	return finding(
+		accelerator.Volume{Name: "nvidia-libraries", HostPath: "/home/kubernetes/bin/nvidia/lib64", MountPath: driver.LibraryMountPath},
+		accelerator.Volume{Name: "nvidia-binaries", HostPath: "/home/kubernetes/bin/nvidia/bin", MountPath: driver.BinaryMountPath})
+}
+
+func debianFinding() *driver.Finding {
+	return finding(
+		accelerator.Volume{Name: "nvidia-lib-libcuda-so-1", HostPath: "/usr/lib/x86_64-linux-gnu/libcuda.so.1", MountPath: driver.LibraryMountPath + "/libcuda.so.1"},
+		accelerator.Volume{Name: "nvidia-bin-nvidia-smi", HostPath: "/usr/bin/nvidia-smi", MountPath: driver.BinaryMountPath + "/nvidia-smi"})
+}
+
+func finding(vols ...accelerator.Volume) *driver.Finding {
+	acc := accelerator.Accelerator{Volumes: vols, EnvVars: []accelerator.EnvVar{{Name: "LD_LIBRARY_PATH", Value: driver.LibraryMountPath}}}
+	f := &driver.Finding{
+		DriverVersion: "550.54.15", CUDADriverVersion: "12.4",
+		GPUs:   []driver.GPU{{Index: 0, Name: "NVIDIA A100-SXM4-40GB"}, {Index: 1, Name: "NVIDIA A100-SXM4-40GB"}},
+		Config: accelerator.Config{Accelerators: map[string]accelerator.Accelerator{driver.Resource: acc}},
+	}
+	for _, v := range vols {
+		f.Libraries = append(f.Libraries, driver.File{Name: v.Name, Path: v.HostPath})
+	}
+	return f
+}
+
+func gpu(node string, f *driver.Finding) Report { return Report{Node: node, Finding: f} }
+
+func noGPU(node string) Report {
+	return Report{Node: node, NoGPUReason: "no NVIDIA driver found on this node; looked in: /etc/ld.so.cache"}
+}
+
+func publish(t *testing.T, p *Publisher, r Report) {
+	t.Helper()
+	must(t, p.Publish(context.Background(), r))
+}
+
+// configMap reads the ConfigMap; nil when there is none.
+func configMap(t *testing.T, p *Publisher) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	err := k8s.Get(context.Background(), types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &cm)
+	if client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		return nil
+	}
+	return &cm
+}
+
+// published is the operator's view: accelerators.yaml parsed as the operator parses it.
+func published(t *testing.T, p *Publisher) *accelerator.Config {
+	t.Helper()
+	cm := configMap(t, p)
+	if cm == nil {
+		t.Fatal("no ConfigMap")
+	}
+	c, err := accelerator.Parse([]byte(cm.Data[KeyConfig]))
+	if err != nil {
+		t.Fatalf("the operator refuses %s: %v\n%s", KeyConfig, err, cm.Data[KeyConfig])
+	}
+	return c
+}
+
+func sameConfig(t *testing.T, got *accelerator.Config, want accelerator.Config) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Errorf("published config:\n%s\nwant\n%s", g, w)
+	}
+}
+
+func summary(t *testing.T, node string) (NodeSummary, *corev1.Node) {
+	t.Helper()
+	var n corev1.Node
+	must(t, k8s.Get(context.Background(), types.NamespacedName{Name: node}, &n))
+	var s NodeSummary
+	if v, ok := n.Annotations[AnnotationKey]; !ok {
+		t.Fatalf("node %s has no %s annotation", node, AnnotationKey)
+	} else if err := json.Unmarshal([]byte(v), &s); err != nil {
+		t.Fatalf("annotation %q: %v", v, err)
+	}
+	return s, &n
+}
+
+// events lists the reasons of the events about the ConfigMap, oldest first.
+func events(t *testing.T, p *Publisher) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	must(t, k8s.List(context.Background(), &list, client.InNamespace(p.Namespace)))
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == p.Name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func reasons(evs []eventsv1.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
