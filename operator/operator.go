@@ -6,6 +6,11 @@ package operator
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -80,8 +85,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
+	mopts.Cache = trimmedCache()
 	if opts.Namespace != "" {
-		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}}
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
 	}
 	mgr, err := manager.New(cfg, mopts)
 	if err != nil {
@@ -118,4 +124,40 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// trimmedCache keeps in memory only what the operator owns and only the fields it reads: pods
+// and services of jobs (by label), without their specs, and nothing's managedFields. A cluster's
+// other pods never reach the operator, and a thousand jobs' pods cost little.
+func trimmedCache() cache.Options {
+	owned := labels.SelectorFromSet(nil)
+	if req, err := labels.NewRequirement(replicajob.LabelJobName, selection.Exists, nil); err == nil {
+		owned = owned.Add(*req)
+	}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:     {Label: owned, Transform: stripPodSpec},
+			&corev1.Service{}: {Label: owned, Transform: stripServiceSpec},
+		},
+	}
+}
+
+// stripPodSpec drops what the engine never reads from a cached pod: it judges replicas by
+// their status, and finds them by name, labels and owner.
+func stripPodSpec(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+		pod.Annotations = nil
+		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	}
+	return obj, nil
+}
+
+func stripServiceSpec(obj any) (any, error) {
+	if svc, ok := obj.(*corev1.Service); ok {
+		svc.ManagedFields = nil
+		svc.Spec = corev1.ServiceSpec{}
+	}
+	return obj, nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs/status,verbs=get;update
+// +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs/status,verbs=get;patch
 // +kubebuilder:rbac:groups=mlkube.io,resources=mxjobs/finalizers,verbs=update
 
 // Framework plugs MXJob into the engine.

@@ -2,8 +2,11 @@ package replicajob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
@@ -37,6 +38,9 @@ type Reconciler struct {
 	Pods PodMutator
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
+
+	// lastWrite is when each job's status was last written (statuswrite.go).
+	lastWrite sync.Map
 }
 
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.
@@ -97,6 +101,9 @@ func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	job := e.Framework.NewJob()
 	if err := e.Client.Get(ctx, req.NamespacedName, job); err != nil {
+		if apierrors.IsNotFound(err) {
+			e.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	if !job.GetDeletionTimestamp().IsZero() {
@@ -104,6 +111,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	status := e.Framework.Status(job)
 	written := status.DeepCopy()
+	base := job.DeepCopyObject().(ctrl.Object)
 	groups := e.Framework.Replicas(job)
 	policy := e.Framework.RunPolicy(job)
 	now := metav1.NewTime(e.now())
@@ -123,18 +131,21 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !finished(status) {
 		events = e.decide(job, replicas, policy, status, now)
 	}
-	if !equality.Semantic.DeepEqual(written, status) {
-		if err := e.writeStatus(ctx, job, status); err != nil {
+	// Every decision comes with an event; without one, nothing needs writing before acting,
+	// and the status goes out once, at the end.
+	if len(events) > 0 {
+		if err := e.writeStatus(ctx, job, base, status, now); err != nil {
 			return reconcile.Result{}, err
 		}
 		written = status.DeepCopy()
+		base = job.DeepCopyObject().(ctrl.Object)
 		for _, ev := range events {
 			e.record(job, ev)
 		}
 	}
 
 	var result reconcile.Result
-	var cleaning bool
+	var cleaning, justCreated bool
 	if finished(status) {
 		cleaning, err = e.cleanUp(ctx, job, status, policy, pods, services)
 		if err != nil {
@@ -155,6 +166,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if created != "" {
 			e.record(job, event{kind: corev1.EventTypeNormal, reason: "Created", action: "Create", note: created})
+			justCreated = true
 		}
 		result.RequeueAfter = deadlineLeft(status, policy, now)
 	}
@@ -166,8 +178,12 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	summarize(e.Framework.ContainerName(), groups, replicas, status, cleaning, now)
-	if !equality.Semantic.DeepEqual(written, status) {
-		if err := e.writeStatus(ctx, job, status); err != nil {
+	// Right after creating pods the cache cannot show them yet: the status worth writing comes
+	// with the reconciles their watch events bring, a few milliseconds later.
+	if !equality.Semantic.DeepEqual(written, status) && !justCreated {
+		if wait := e.holdBack(job, written, status, now); wait > 0 {
+			result.RequeueAfter = soonest(result.RequeueAfter, wait)
+		} else if err := e.writeStatus(ctx, job, base, status, now); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -179,14 +195,6 @@ func (e *Reconciler) now() time.Time {
 		return e.Now()
 	}
 	return time.Now()
-}
-
-// writeStatus updates the status subresource. It is an Update, not a Patch, on purpose: a job
-// read from a stale cache fails with a conflict and is reconciled again, so a decision is never
-// written twice from an outdated view.
-func (e *Reconciler) writeStatus(ctx context.Context, job ctrl.Object, status *v1beta1.JobStatus) error {
-	status.ObservedGeneration = job.GetGeneration()
-	return e.Client.Status().Update(ctx, job)
 }
 
 // observe lists the job's pods and services and pairs them with the replicas the spec asks for.
@@ -237,38 +245,60 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
+// createFanOut is how many creates of one job are in flight at once. A job's pods and services
+// do not depend on each other, and creating them one by one would make a large job's start
+// time the sum of its round trips.
+const createFanOut = 16
+
 // create makes the pods and services that are missing. It returns a line for the event that
 // sums up what it created: one event per reconcile, not one per object.
 func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, error) {
-	var pods, services int
+	var objs []ctrl.Object
 	for _, r := range replicas {
 		if !r.service {
-			err := e.Client.Create(ctx, e.newService(job, r.group, r.index))
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return "", fmt.Errorf("creating service %s: %w", r.name, err)
-			}
-			if err == nil {
-				services++
-			}
+			objs = append(objs, e.newService(job, r.group, r.index))
 		}
 		if r.pod == nil {
 			pod, err := e.newPod(job, groups, r.group, r.index)
 			if err != nil {
 				return "", fmt.Errorf("building pod %s: %w", r.name, err)
 			}
-			err = e.Client.Create(ctx, pod)
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return "", fmt.Errorf("creating pod %s: %w", r.name, err)
-			}
-			if err == nil {
-				pods++
-			}
+			objs = append(objs, pod)
 		}
 	}
-	if pods == 0 && services == 0 {
+	var pods, services atomic.Int32
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, createFanOut)
+	var wg sync.WaitGroup
+	for _, obj := range objs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := e.Client.Create(ctx, obj)
+			switch {
+			case err == nil:
+				if _, ok := obj.(*corev1.Pod); ok {
+					pods.Add(1)
+				} else {
+					services.Add(1)
+				}
+			case !apierrors.IsAlreadyExists(err):
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	if pods.Load() == 0 && services.Load() == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("created %s and %s", count(pods, "pod"), count(services, "service")), nil
+	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), nil
 }
 
 func count(n int, noun string) string {
@@ -276,4 +306,11 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func kindOf(obj ctrl.Object) string {
+	if _, ok := obj.(*corev1.Pod); ok {
+		return "pod"
+	}
+	return "service"
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs/status,verbs=get;update
+// +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs/status,verbs=get;patch
 // Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement
 // is on (OpenShift, hardened clusters):
 // +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs/finalizers,verbs=update

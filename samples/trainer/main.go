@@ -1,9 +1,9 @@
 // Command trainer is mlkube's sample distributed trainer: a linear regression trained with
-// asynchronous SGD across the replicas of a TfJob, parameter servers and all, over plain HTTP
-// between the addresses in TF_CONFIG. It exists to exercise the operator for real: replicas
-// that find each other by their services, a decider whose exit 0 ends the job, exit codes that
-// mean what the operator's restart policy reads them to mean, and TensorBoard event files.
-// `trainer --help` explains it all.
+// asynchronous SGD across the replicas of a TfJob (the addresses in TF_CONFIG) or of an MXJob
+// (MXNet's DMLC_* variables and a scheduler), parameter servers and all, over plain HTTP. It
+// exists to exercise the operator for real: replicas that find each other, a decider whose exit
+// 0 ends the job, exit codes that mean what the operator's restart policy reads them to mean,
+// and TensorBoard event files. `trainer --help` explains it all.
 package main
 
 import (
@@ -18,7 +18,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,7 +29,7 @@ import (
 const (
 	exitOK     = 0
 	exitFailed = 1 // did not converge, diverged, or a peer refused: no retry can fix it
-	exitUsage  = 2 // bad flags or TF_CONFIG
+	exitUsage  = 2 // bad flags, TF_CONFIG or DMLC_*
 	// exitPeerTimeout is 128+SIGALRM, "a timer ran out": a peer not up in time is no bug in
 	// this program, and a new pod may well find it.
 	exitPeerTimeout = 142
@@ -59,13 +58,33 @@ With no ps in the cluster, the decider holds the parameters itself, so a job of 
 trains too. Replicas talk JSON over HTTP on the port of their TF_CONFIG address (GET /v1/params,
 POST /v1/apply, POST /v1/done, GET /v1/status) and retry with backoff while a peer is not up.
 
+DMLC mode (an MXJob): without TF_CONFIG, DMLC_ROLE picks the role and DMLC_PS_ROOT_URI,
+DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER and DMLC_NUM_WORKER say where the scheduler is and how many
+servers and workers to expect, as MXNet's ps-lite reads them. Only the scheduler's address is
+known; everyone registers with it:
+
+  scheduler  serves the registry on DMLC_PS_ROOT_PORT, gives each server its shard and each
+             worker the servers' addresses, and decides: it evaluates every --eval-every global
+             steps (looking at the step every 100ms, or --eval-interval when shorter), sets done
+             on the servers under --loss-threshold, waits for the workers to finish and exits 0.
+             With DMLC_NUM_SERVER=0 it holds the parameters itself.
+  server     a ps: listens on --port, registers its address (POD_IP when set, else the address
+             the scheduler sees it call from) and serves the shard it is given until SIGTERM.
+  worker     gets the servers from the scheduler, trains like a TfJob worker, exits 0 once done.
+
+A replica's index is the trailing -N of its hostname when that is <job>-<role>-N (an MXJob pod),
+else the order in which it registered; until the scheduler answers it logs as server-? or
+worker-?.
+
 Exit codes (0 done; 1-127 fail the job; 128-255 make the operator recreate the pod):
   0    this replica is done
   1    the loss is not under --loss-threshold after --max-steps, the training diverged, or a
        peer refused a request (the replicas disagree about the cluster)
-  2    bad flags or TF_CONFIG
-  142  a peer did not answer for --peer-timeout (128+SIGALRM)
-  143  a worker, decider or evaluator stopped by SIGTERM or SIGINT before done (128+SIGTERM)
+  2    bad flags, TF_CONFIG or DMLC_* variables
+  142  a peer did not answer for --peer-timeout (128+SIGALRM); for the scheduler: the servers
+       did not all register within --peer-timeout
+  143  a worker, decider, scheduler or evaluator stopped by SIGTERM or SIGINT before done
+       (128+SIGTERM)
   N    --exit-code N at --exit-at-step, to exercise restarts
 
 Every log line starts with the replica and the global step: "worker-1 step=42 ...".
@@ -75,6 +94,11 @@ Run by hand, one replica per shell (or each with & at the end):
   trainer --tf-config "{$C,\"task\":{\"type\":\"ps\",\"index\":0}}"
   trainer --tf-config "{$C,\"task\":{\"type\":\"worker\",\"index\":1}}"
   trainer --tf-config "{$C,\"task\":{\"type\":\"worker\",\"index\":0}}" --logdir /tmp/tb
+or in DMLC mode:
+  export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=9091 DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
+  DMLC_ROLE=server trainer --port 9092
+  DMLC_ROLE=worker trainer
+  DMLC_ROLE=scheduler trainer --logdir /tmp/tb
 
 Flags:
 `
@@ -94,10 +118,11 @@ type Options struct {
 	ExitCode      int
 	ExitAtStep    int64
 	ExitOnceFile  string
+	Port          int // DMLC mode: where a server listens
 
 	Out      io.Writer    // the log; io.Discard when nil
 	Hostname string       // names the event file
-	Listener net.Listener // when set, a replica that serves parameters serves on it (tests)
+	Listener net.Listener // when set, a replica that serves (parameters, the DMLC registry) serves on it (tests)
 }
 
 func defaultOptions() Options {
@@ -111,23 +136,25 @@ func defaultOptions() Options {
 		LogEvery:      10,
 		PeerTimeout:   5 * time.Minute,
 		ExitCode:      -1,
+		Port:          defaultServerPort,
 	}
 }
 
 func (o *Options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.LogDir, "logdir", o.LogDir, "write TensorBoard event files of the loss here (the decider; the evaluator into `dir`/eval); empty: none")
+	fs.StringVar(&o.LogDir, "logdir", o.LogDir, "write TensorBoard event files of the loss here (the decider or DMLC scheduler; the evaluator into `dir`/eval); empty: none")
 	fs.Float64Var(&o.LossThreshold, "loss-threshold", o.LossThreshold, "the decider ends the training once the held-out loss is under this (the noise floor is 0.0025)")
 	fs.Int64Var(&o.MaxSteps, "max-steps", o.MaxSteps, "the decider gives up (exit 1) when the global step reaches this without converging")
 	fs.Float64Var(&o.LearningRate, "learning-rate", o.LearningRate, "SGD step size, applied by the parameter servers (give every replica the same flags)")
 	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "synthetic examples per gradient")
 	fs.Int64Var(&o.EvalEvery, "eval-every", o.EvalEvery, "the decider evaluates every this many global steps")
-	fs.DurationVar(&o.EvalInterval, "eval-interval", o.EvalInterval, "the evaluator evaluates this often")
+	fs.DurationVar(&o.EvalInterval, "eval-interval", o.EvalInterval, "the evaluator evaluates this often (the DMLC scheduler looks at the global step this often, at most every 100ms)")
 	fs.Int64Var(&o.LogEvery, "log-every", o.LogEvery, "log every this many steps of a trainer (gradients applied, on a ps)")
 	fs.DurationVar(&o.PeerTimeout, "peer-timeout", o.PeerTimeout, "how long a peer may not answer before giving up with exit 142 (retryable)")
 	fs.DurationVar(&o.StepDelay, "step-delay", o.StepDelay, "pause after each training step, so a job runs long enough to watch (e.g. 200ms)")
 	fs.IntVar(&o.ExitCode, "exit-code", o.ExitCode, "with --exit-at-step: exit with this `code` (0-255; e.g. 137 to look preempted, 1 to fail the job; -1: none)")
-	fs.Int64Var(&o.ExitAtStep, "exit-at-step", o.ExitAtStep, "exit with --exit-code when this replica reaches this `step` of its own (a trainer's steps, a ps's gradients applied, an evaluator's evaluations), counted from the process start: a recreated pod fails again, unless --exit-once-file")
+	fs.Int64Var(&o.ExitAtStep, "exit-at-step", o.ExitAtStep, "exit with --exit-code when this replica reaches this `step` of its own (a trainer's steps, a ps's or server's gradients applied, an evaluator's or scheduler's evaluations), counted from the process start: a recreated pod fails again, unless --exit-once-file")
 	fs.StringVar(&o.ExitOnceFile, "exit-once-file", o.ExitOnceFile, "with --exit-at-step: exit only if `path` does not exist yet, creating it first; on a volume that outlives the pod (hostPath, a PersistentVolumeClaim; not an emptyDir, which goes with the pod) the replica fails once, then trains")
+	fs.IntVar(&o.Port, "port", o.Port, "DMLC mode: the `port` a server listens on and registers with the scheduler (an MXJob replica's default port; 0: any free port)")
 }
 
 func (o Options) validate() error {
@@ -150,6 +177,7 @@ func (o Options) validate() error {
 	check(o.ExitAtStep >= 0, "--exit-at-step must not be negative")
 	check((o.ExitCode >= 0) == (o.ExitAtStep > 0), "--exit-code and --exit-at-step go together")
 	check(o.ExitOnceFile == "" || o.ExitAtStep > 0, "--exit-once-file needs --exit-at-step")
+	check(o.Port >= 0 && o.Port <= 65535, "--port must be 0-65535")
 	return errors.Join(errs...)
 }
 
@@ -188,7 +216,7 @@ func (f fault) check(step int64, log *logger) (int, bool) {
 type logger struct {
 	mu   sync.Mutex
 	w    io.Writer
-	name string
+	name string // changes once, when a DMLC replica learns its index
 	step atomic.Int64
 }
 
@@ -196,31 +224,44 @@ func newLogger(w io.Writer, name string) *logger { return &logger{w: w, name: na
 
 func (l *logger) setStep(step int64) { l.step.Store(step) }
 
-func (l *logger) printf(format string, args ...any) {
-	line := fmt.Sprintf("%s step=%d %s\n", l.name, l.step.Load(), fmt.Sprintf(format, args...))
+func (l *logger) setName(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	io.WriteString(l.w, line)
+	l.name = name
 }
 
-// Run runs one replica until it is done and returns its exit code. The context ending is
-// SIGTERM: a ps then exits 0, any other replica 143.
-func Run(ctx context.Context, cfg TFConfig, o Options) int {
+func (l *logger) printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "%s step=%d %s\n", l.name, l.step.Load(), msg)
+}
+
+// begin fills in what o leaves out and starts the log of replica name with the line that says
+// what it is; it is false, the reason logged, when the flags are bad.
+func begin(o *Options, name, format string, args ...any) (*logger, bool) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
 	if o.Hostname == "" {
 		o.Hostname = "localhost"
 	}
-	log := newLogger(o.Out, cfg.Name())
-	cluster, _ := json.Marshal(cfg.Cluster)
-	var shards []string
-	for _, p := range cfg.ParamServers() {
-		shards = append(shards, p.name+"="+p.addr)
-	}
-	log.printf("cluster=%s task=%s:%d role=%s parameters_on=%s", cluster, cfg.Task.Type, cfg.Task.Index, cfg.role(), strings.Join(shards, ","))
+	log := newLogger(o.Out, name)
+	log.printf(format, args...)
 	if err := o.validate(); err != nil {
 		log.printf("bad flags: %v; exiting %d", err, exitUsage)
+		return log, false
+	}
+	return log, true
+}
+
+// Run runs one replica of a TfJob until it is done and returns its exit code. The context
+// ending is SIGTERM: a ps then exits 0, any other replica 143.
+func Run(ctx context.Context, cfg TFConfig, o Options) int {
+	cluster, _ := json.Marshal(cfg.Cluster)
+	log, ok := begin(&o, cfg.Name(), "cluster=%s task=%s:%d role=%s parameters_on=%s",
+		cluster, cfg.Task.Type, cfg.Task.Index, cfg.role(), peerList(cfg.ParamServers()))
+	if !ok {
 		return exitUsage
 	}
 	switch cfg.Task.Type {
@@ -232,7 +273,8 @@ func Run(ctx context.Context, cfg TFConfig, o Options) int {
 	return runTrainer(ctx, cfg, o, log)
 }
 
-// cli is main, testable: it parses args and TF_CONFIG and runs the replica until a signal.
+// cli is main, testable: it parses args and TF_CONFIG (or, without it, the DMLC_* variables) and
+// runs the replica until a signal.
 func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o := defaultOptions()
 	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
@@ -256,15 +298,23 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "trainer: unexpected arguments %q; see trainer --help\n", fs.Args())
 		return exitUsage
 	}
+	o.Out = stdout
+	o.Hostname, _ = os.Hostname()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if useDMLC(*tfConfig, getenv) {
+		cfg, err := loadDMLCConfig(getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "trainer: %v\n", err)
+			return exitUsage
+		}
+		return RunDMLC(ctx, cfg, o)
+	}
 	cfg, err := loadTFConfig(*tfConfig, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
 		return exitUsage
 	}
-	o.Out = stdout
-	o.Hostname, _ = os.Hostname()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	return Run(ctx, cfg, o)
 }
 

@@ -92,11 +92,17 @@ func newParamServer(shard, shards int, o Options, log *logger) *paramServer {
 
 func (s *paramServer) handler() http.Handler {
 	mux := http.NewServeMux()
+	s.routes(mux)
+	return mux
+}
+
+// routes adds the protocol to mux; a DMLC scheduler that holds the parameters serves them
+// beside its registry.
+func (s *paramServer) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/params", s.getParams)
 	mux.HandleFunc("POST /v1/apply", s.apply)
 	mux.HandleFunc("POST /v1/done", s.setDone)
 	mux.HandleFunc("GET /v1/status", s.getStatus)
-	return mux
 }
 
 // checkShard refuses a caller whose TF_CONFIG lays the model out differently.
@@ -218,18 +224,30 @@ func (s *paramServer) getStatus(w http.ResponseWriter, r *http.Request) {
 // decider that holds the parameters itself lingers this way, so that the workers learn the
 // training is over before the parameters go away with it.
 func (s *paramServer) waitSawDone(ctx context.Context, names []string, max time.Duration) {
-	deadline := time.Now().Add(max)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	waitUntil(ctx, max, func() bool {
 		s.mu.Lock()
-		all := true
+		defer s.mu.Unlock()
 		for _, n := range names {
-			all = all && s.sawDone[n]
+			if !s.sawDone[n] {
+				return false
+			}
 		}
-		s.mu.Unlock()
-		if all {
-			return
+		return true
+	})
+}
+
+// waitUntil polls cond until it holds, for at most max or until ctx ends; it reports whether
+// cond held.
+func waitUntil(ctx context.Context, max time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(max)
+	for {
+		if cond() {
+			return true
 		}
-		sleep(ctx, 20*time.Millisecond)
+		left := time.Until(deadline)
+		if left <= 0 || !sleep(ctx, min(20*time.Millisecond, left)) {
+			return cond()
+		}
 	}
 }
 
@@ -248,42 +266,58 @@ func reply(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// serving is a running parameter server.
-type serving struct {
-	ps     *paramServer
+// listen returns ln when it is set (tests), else a listener for the replica address addr.
+func listen(ln net.Listener, addr string) (net.Listener, error) {
+	if ln != nil {
+		return ln, nil
+	}
+	la, err := listenAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return net.Listen("tcp", la)
+}
+
+// httpServer is a replica's running HTTP server.
+type httpServer struct {
 	srv    *http.Server
 	failed chan error
 }
 
-// serveParams starts serving shard on ln, or on a listener for addr when ln is nil.
-func serveParams(ln net.Listener, addr string, shard, shards int, o Options, log *logger) (*serving, error) {
-	if ln == nil {
-		la, err := listenAddr(addr)
-		if err != nil {
-			return nil, err
-		}
-		if ln, err = net.Listen("tcp", la); err != nil {
-			return nil, err
-		}
-	}
-	ps := newParamServer(shard, shards, o, log)
-	s := &serving{ps: ps, srv: &http.Server{Handler: ps.handler(), ReadHeaderTimeout: 10 * time.Second}, failed: make(chan error, 1)}
+func serveHTTP(ln net.Listener, h http.Handler) *httpServer {
+	s := &httpServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, failed: make(chan error, 1)}
 	go func() {
 		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			s.failed <- err
 		}
 	}()
-	log.printf("serving parameters %v (shard %d of %d) on %s, learning rate %g", ps.indices, shard, shards, ln.Addr(), o.LearningRate)
-	return s, nil
+	return s
 }
 
 // stop closes the server, letting calls in flight finish for a moment.
-func (s *serving) stop() {
+func (s *httpServer) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if s.srv.Shutdown(ctx) != nil {
 		s.srv.Close()
 	}
+}
+
+// serving is a running parameter server.
+type serving struct {
+	ps *paramServer
+	*httpServer
+}
+
+// serveParams starts serving shard on ln, or on a listener for addr when ln is nil.
+func serveParams(ln net.Listener, addr string, shard, shards int, o Options, log *logger) (*serving, error) {
+	ln, err := listen(ln, addr)
+	if err != nil {
+		return nil, err
+	}
+	ps := newParamServer(shard, shards, o, log)
+	log.printf("serving parameters %v (shard %d of %d) on %s, learning rate %g", ps.indices, shard, shards, ln.Addr(), o.LearningRate)
+	return &serving{ps, serveHTTP(ln, ps.handler())}, nil
 }
 
 // runPS serves this replica's shard until the context ends (SIGTERM: exit 0, the way a parameter
@@ -294,6 +328,12 @@ func runPS(ctx context.Context, cfg TFConfig, o Options, log *logger) int {
 		log.printf("cannot serve on %s: %v", cfg.Self(), err)
 		return exitFailed
 	}
+	return s.serveUntilStopped(ctx, log)
+}
+
+// serveUntilStopped is a parameter server's life once it serves: until SIGTERM (exit 0),
+// --exit-at-step, or the server failing.
+func (s *serving) serveUntilStopped(ctx context.Context, log *logger) int {
 	defer s.stop()
 	select {
 	case <-ctx.Done():

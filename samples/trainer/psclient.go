@@ -1,9 +1,10 @@
 package main
 
-// The trainers' side of the parameter-server protocol (see ps.go). Pods start in any order and
-// a service's DNS name can take seconds to resolve, so every call retries with backoff until it
-// has failed for --peer-timeout; only then is the peer declared unreachable, which the replica
-// turns into a retryable exit code. A 4xx answer is final at once.
+// The trainers' side of the parameter-server protocol (see ps.go), and the calls every replica
+// makes to a peer (a ps, a DMLC scheduler). Pods start in any order and a service's DNS name
+// can take seconds to resolve, so every call retries with backoff until it has failed for
+// --peer-timeout; only then is the peer declared unreachable, which the replica turns into a
+// retryable exit code. A 4xx answer is final at once.
 
 import (
 	"bytes"
@@ -46,21 +47,30 @@ func (e *rejectedError) Error() string {
 	return fmt.Sprintf("%s at %s refused the request (HTTP %d): %s", e.peer.name, e.peer.addr, e.status, e.msg)
 }
 
-// psClient talks to every parameter-server shard.
-type psClient struct {
-	shards  []peer
-	replica string
+// peerClient makes calls to peers, retrying while they are not reachable.
+type peerClient struct {
 	timeout time.Duration
 	http    *http.Client
 	log     *logger
 }
 
-func newPSClient(shards []peer, replica string, peerTimeout time.Duration, log *logger) *psClient {
-	return &psClient{
-		shards: shards, replica: replica, timeout: peerTimeout, log: log,
+func newPeerClient(peerTimeout time.Duration, log *logger) peerClient {
+	return peerClient{
+		timeout: peerTimeout, log: log,
 		// Per attempt: a peer that accepts but never answers is retried like one that refuses.
 		http: &http.Client{Timeout: 10 * time.Second},
 	}
+}
+
+// psClient talks to every parameter-server shard.
+type psClient struct {
+	peerClient
+	shards  []peer
+	replica string
+}
+
+func newPSClient(shards []peer, replica string, peerTimeout time.Duration, log *logger) *psClient {
+	return &psClient{peerClient: newPeerClient(peerTimeout, log), shards: shards, replica: replica}
 }
 
 // psStatus is what the shards together say: shard 0's step, and done if any shard says so.
@@ -132,7 +142,7 @@ func (c *psClient) setDone(ctx context.Context, reason string) error {
 }
 
 // call does one request, retrying while the peer is not reachable.
-func (c *psClient) call(ctx context.Context, p peer, method, path string, in, out any) error {
+func (c *peerClient) call(ctx context.Context, p peer, method, path string, in, out any) error {
 	var waitingSince, lastLog time.Time
 	backoff := backoffFirst
 	for {
@@ -169,7 +179,7 @@ func (c *psClient) call(ctx context.Context, p peer, method, path string, in, ou
 	}
 }
 
-func (c *psClient) once(ctx context.Context, p peer, method, path string, in, out any) error {
+func (c *peerClient) once(ctx context.Context, p peer, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -194,15 +204,15 @@ func (c *psClient) once(ctx context.Context, p peer, method, path string, in, ou
 	if err != nil {
 		return err
 	}
-	switch {
-	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+	if resp.StatusCode != http.StatusOK {
 		var e errorResponse
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = string(bytes.TrimSpace(b))
 		}
-		return &rejectedError{p, resp.StatusCode, e.Error}
-	case resp.StatusCode != http.StatusOK:
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+			return &rejectedError{p, resp.StatusCode, e.Error}
+		}
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, e.Error)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		// Something else answers on that port: not our peer yet, perhaps never. Retrying

@@ -43,7 +43,8 @@ func loadTFConfig(override string, getenv func(string) string) (TFConfig, error)
 	}
 	if strings.TrimSpace(raw) == "" {
 		return TFConfig{}, fmt.Errorf("%s is not set: the TfJob operator sets it on every replica; "+
-			"to run by hand, set it or pass --tf-config, e.g. %s='%s'", envTFConfig, envTFConfig, tfConfigExample)
+			"to run by hand, set it or pass --tf-config, e.g. %s='%s'; in an MXJob, %s and the other DMLC_* variables take its place",
+			envTFConfig, envTFConfig, tfConfigExample, envDMLCRole)
 	}
 	return parseTFConfig(raw, from)
 }
@@ -127,6 +128,15 @@ func (c TFConfig) IsDecider() bool {
 
 // peer is another replica the trainer talks to.
 type peer struct{ name, addr string }
+
+// peerList is peers for a log line: name=addr,...
+func peerList(peers []peer) string {
+	var s []string
+	for _, p := range peers {
+		s = append(s, p.name+"="+p.addr)
+	}
+	return strings.Join(s, ",")
+}
 
 // ParamServers lists where the parameter shards live: the ps tasks, or, in a cluster without
 // any, the decider, which then holds the whole model itself (so a one-replica job trains).

@@ -128,6 +128,16 @@ func wait(t *testing.T, name string, ch <-chan int, want int) {
 	}
 }
 
+// stillRunning fails the test when the replica behind ch has exited.
+func stillRunning(t *testing.T, name string, ch <-chan int) {
+	t.Helper()
+	select {
+	case code := <-ch:
+		t.Fatalf("%s exited %d on its own", name, code)
+	default:
+	}
+}
+
 func testOptions(t *testing.T) Options {
 	o := defaultOptions()
 	o.LogDir = t.TempDir()
@@ -198,11 +208,7 @@ func TestDistributedMasterWorkersPS(t *testing.T) {
 	wait(t, "worker-1", w1, 0)
 	wait(t, "evaluator-0", eval, 0)
 	// Parameter servers never end on their own; SIGTERM (the context) ends them with 0.
-	select {
-	case code := <-ps0:
-		t.Fatalf("ps-0 exited %d on its own", code)
-	default:
-	}
+	stillRunning(t, "ps-0", ps0)
 	stopPS()
 	wait(t, "ps-0", ps0, 0)
 	wait(t, "ps-1", ps1, 0)

@@ -4,7 +4,8 @@ package main
 // the model, compute the gradient on a fresh synthetic batch, push it, repeat, until a shard
 // says done. The decider (master, chief, or worker 0 when there is neither, the same replica
 // whose exit 0 the operator reads as the job's success) also evaluates on the held-out set and
-// is the one that sets done. The evaluator only evaluates.
+// is the one that sets done. The evaluator only evaluates. In DMLC mode the decider is the
+// scheduler, which does not train (scheduler.go); its workers train with the same loop.
 
 import (
 	"context"
@@ -33,8 +34,14 @@ func runTrainer(ctx context.Context, cfg TFConfig, o Options, log *logger) int {
 
 	var d *decider
 	if cfg.IsDecider() {
+		var others []string
+		for _, n := range cfg.trainers() {
+			if n != cfg.Name() {
+				others = append(others, n)
+			}
+		}
 		var err error
-		if d, err = newDecider(cfg, o, log, client, hosted); err != nil {
+		if d, err = newDecider(o, log, client, hosted, others); err != nil {
 			log.printf("cannot write TensorBoard events to --logdir %s: %v", o.LogDir, err)
 			return exitFailed
 		}
@@ -45,8 +52,12 @@ func runTrainer(ctx context.Context, cfg TFConfig, o Options, log *logger) int {
 			return code
 		}
 	}
+	return train(ctx, client, cfg.Name(), o, log, d)
+}
 
-	rng := newRand(dataSeed(cfg.Name()))
+// train is a trainer's loop, until done; d is nil but on a decider that trains.
+func train(ctx context.Context, client *psClient, name string, o Options, log *logger, d *decider) int {
+	rng := newRand(dataSeed(name))
 	fault := o.fault()
 	for local := int64(1); ; local++ {
 		params, st, err := client.params(ctx)
@@ -156,18 +167,14 @@ type decider struct {
 	lastEval int64
 }
 
-func newDecider(cfg TFConfig, o Options, log *logger, client *psClient, hosted *serving) (*decider, error) {
+// newDecider evaluates through client; when it holds the parameters (hosted), it lingers once
+// done until trainers have heard it.
+func newDecider(o Options, log *logger, client *psClient, hosted *serving, trainers []string) (*decider, error) {
 	ev, err := newEvaluation(o.LogDir, o.Hostname, log)
 	if err != nil {
 		return nil, err
 	}
-	d := &decider{evaluation: ev, o: o, log: log, client: client, hosted: hosted, lastEval: -1}
-	for _, n := range cfg.trainers() {
-		if n != cfg.Name() {
-			d.trainers = append(d.trainers, n)
-		}
-	}
-	return d, nil
+	return &decider{evaluation: ev, o: o, log: log, client: client, hosted: hosted, trainers: trainers, lastEval: -1}, nil
 }
 
 func (d *decider) due(step int64) bool {
@@ -181,6 +188,11 @@ func (d *decider) check(ctx context.Context) (code int, over bool) {
 	if err != nil {
 		return failure(ctx, d.log, err), true
 	}
+	return d.decide(ctx, params, st)
+}
+
+// decide is check on parameters already fetched.
+func (d *decider) decide(ctx context.Context, params []float64, st psStatus) (code int, over bool) {
 	d.log.setStep(st.Step)
 	d.lastEval = st.Step
 	threshold := d.o.LossThreshold
