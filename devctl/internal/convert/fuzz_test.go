@@ -1,0 +1,64 @@
+package convert
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzConvert feeds convert (without Convert's recover, so that a panic shows) anything at all,
+// starting from the test inputs and the samples. Whatever it gets, it must not panic; an error
+// must say something; a result must be a job with a replica group, whose YAML reads back as
+// today's API. Run it with: go test ./devctl/internal/convert -run '^$' -fuzz FuzzConvert -fuzztime 20s
+func FuzzConvert(f *testing.F) {
+	var seeds []string
+	for _, pattern := range []string{
+		filepath.Join("testdata", "*.yaml"),
+		filepath.Join(samplesDir, "*.yaml"),
+		filepath.Join(samplesDir, "*", "*.yaml"),
+	} {
+		paths, _ := filepath.Glob(pattern)
+		seeds = append(seeds, paths...)
+	}
+	for _, path := range seeds {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"",
+		"[]",
+		"{}",
+		"apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {replicas: 0}}}",
+		"apiVersion: mlkube.io/v1beta1\nkind: TfJob\nspec: {replica_specs: [{tf_replica_type: PS}]}",
+		`{"apiVersion":"tensorflow.org/v1alpha1","kind":"TfJob","spec":{"replicaSpecs":[{"replicas":1e3}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := convert(data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatalf("an error with no message for %q", data)
+			}
+			return
+		}
+		if res == nil || res.Job == nil || len(res.Job.Spec.ReplicaSpecs) == 0 {
+			t.Fatalf("a result without a replica group for %q: %+v", data, res)
+		}
+		y, err := YAML(res.Job)
+		if err != nil {
+			t.Fatalf("YAML of the job of %q: %v", data, err)
+		}
+		again, err := convert(y)
+		if err != nil {
+			t.Fatalf("the YAML of the job of %q does not convert: %v\n%s", data, err, y)
+		}
+		if res.From != "" && (again.From != "" || len(again.Warnings) != 0) {
+			t.Fatalf("the converted job of %q is not taken for today's API: From %q, warnings %q\n%s", data, again.From, again.Warnings, y)
+		}
+	})
+}

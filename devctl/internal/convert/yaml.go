@@ -1,0 +1,67 @@
+package convert
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// YAML prints job as a manifest to keep and apply: apiVersion and kind set, and none of what a
+// cluster adds (status, uid, resourceVersion, creationTimestamp, managedFields, ...) or what
+// the Go types print when empty (creationTimestamp: null, resources: {}, metadata: {}).
+func YAML(job *v1beta1.TfJob) ([]byte, error) {
+	j := job.DeepCopy()
+	j.APIVersion = v1beta1.GroupVersion.String()
+	j.Kind = "TfJob"
+	j.Status = v1beta1.JobStatus{}
+	j.ObjectMeta = metav1.ObjectMeta{
+		Name:         j.Name,
+		GenerateName: j.GenerateName,
+		Namespace:    j.Namespace,
+		Labels:       j.Labels,
+		Annotations:  j.Annotations,
+	}
+	data, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := parseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := tree.(map[string]any)
+	delete(m, "status")
+	tidy(m)
+	if data, err = json.Marshal(m); err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(data)
+}
+
+// noisyWhenEmpty are the fields the Go types print even when empty, where empty means unset.
+// (emptyDir: {} is not one of them: there, empty is the setting.)
+var noisyWhenEmpty = map[string]bool{"metadata": true, "resources": true, "runPolicy": true, "status": true}
+
+// tidy removes nulls, and the fields of noisyWhenEmpty that are empty, throughout v.
+func tidy(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			tidy(e)
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			if m, ok := e.(map[string]any); ok && len(m) == 0 && noisyWhenEmpty[k] {
+				delete(t, k)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			tidy(e)
+		}
+	}
+}
