@@ -58,6 +58,10 @@ up: ## A local kind cluster with the operator (offline node image unless NODE_IM
 down: ## Delete the local cluster.
 	go run ./devctl/cmd/devctl down
 
+.PHONY: bench
+bench: ## The operator at scale against the apiserver's floor (docs/performance.md).
+	@hack/control-plane.sh >/dev/null && go run ./operator/bench
+
 .PHONY: node-image
 node-image: ## Build the offline kind node image (cached in Docker's image store).
 	clusters/nodeimage/build.sh

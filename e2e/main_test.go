@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +34,14 @@ var (
 	name      = "mlkube-e2e"
 )
 
+// The suite shares one cluster: TestMain creates it with `devctl up` (TestUp checks what that
+// did), every test runs its jobs in a namespace of its own, and TestMain deletes the cluster
+// with `devctl down` at the end and checks that nothing is left.
+var (
+	coldUp     string        // the output of the first devctl up
+	coldUpTook time.Duration // and how long it took
+)
+
 func TestMain(m *testing.M) {
 	if devctl == "" || nodeImage == "" {
 		fmt.Fprintln(os.Stderr, "e2e: MLKUBE_DEVCTL and MLKUBE_NODE_IMAGE must be set; run `make e2e`")
@@ -45,11 +55,59 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("KUBECONFIG", filepath.Join(dir, "kubeconfig"))
-	code := m.Run()
-	// Whatever happened, leave no cluster behind.
-	_ = exec.Command(devctl, "down", "--name", name).Run()
-	os.RemoveAll(dir)
+	code := func() int {
+		// Whatever happens, leave no cluster behind.
+		defer os.RemoveAll(dir)
+		var upErr error
+		coldUp, coldUpTook, upErr = devctlOut("up", "--name", name, "--image", nodeImage)
+		if upErr != nil {
+			fmt.Fprintf(os.Stderr, "e2e: devctl up failed (%v) after %.1fs:\n%s", upErr, coldUpTook.Seconds(), coldUp)
+			_, _, _ = devctlOut("down", "--name", name)
+			return 1
+		}
+		code := m.Run()
+		if err := down(); err != nil {
+			fmt.Fprintf(os.Stderr, "--- FAIL: devctl down: %v\n", err)
+			code = 1
+		}
+		writeTimings()
+		return code
+	}()
 	os.Exit(code)
+}
+
+// down deletes the cluster and checks that devctl down left nothing behind: no cluster listed,
+// no node container.
+func down() error {
+	out, took, err := devctlOut("down", "--name", name)
+	fmt.Printf("$ devctl down --name %s  (%.1fs, err=%v)\n%s", name, took.Seconds(), err, out)
+	if err != nil {
+		return err
+	}
+	clusters, err := kindcluster.NewProvider().List()
+	if err != nil {
+		return err
+	}
+	for _, cl := range clusters {
+		if cl == name {
+			return fmt.Errorf("cluster %s still listed after devctl down", name)
+		}
+	}
+	left, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name).Output()
+	if strings.TrimSpace(string(left)) != "" {
+		return fmt.Errorf("containers left after devctl down: %s", left)
+	}
+	return nil
+}
+
+// devctlOut runs devctl and returns its output (stdout and stderr together) and duration.
+func devctlOut(args ...string) (string, time.Duration, error) {
+	var out bytes.Buffer
+	cmd := exec.Command(devctl, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	return out.String(), time.Since(start), err
 }
 
 // run runs devctl, streaming its output into the test log, and returns the output and duration.
@@ -98,4 +156,38 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("%s: %v", what, err)
+}
+
+// timings are the durations the suite measured, for the docs (bin/e2e-timings.txt).
+var timings struct {
+	sync.Mutex
+	lines []string
+}
+
+// timing records a duration for bin/e2e-timings.txt and the test log.
+func timing(what string, d time.Duration) {
+	timings.Lock()
+	defer timings.Unlock()
+	timings.lines = append(timings.lines, fmt.Sprintf("%-72s %6.1fs", what, d.Seconds()))
+}
+
+// writeTimings writes what timing recorded to bin/e2e-timings.txt of the checkout.
+func writeTimings() {
+	timings.Lock()
+	defer timings.Unlock()
+	if len(timings.lines) == 0 {
+		return
+	}
+	host, _ := os.Hostname()
+	text := fmt.Sprintf("# make e2e, %s on %s (%d CPUs), node image %s\n%s\n",
+		time.Now().UTC().Format(time.RFC3339), host, runtime.NumCPU(), nodeImage, strings.Join(timings.lines, "\n"))
+	path := filepath.Join("..", "bin", "e2e-timings.txt")
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = os.WriteFile(path, []byte(text), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: writing %s: %v\n", path, err)
+	}
+	fmt.Print(text)
 }

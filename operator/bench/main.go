@@ -182,7 +182,10 @@ func runOperator(bin string, n int) result {
 	kubeconfig := filepath.Join(os.TempDir(), "mlkube-bench.kubeconfig")
 	check(os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
 	defer os.Remove(kubeconfig)
-	op := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}
+	// The defaults are what is measured; extra flags are for exploring the knobs.
+	args = append(args, strings.Fields(os.Getenv("BENCH_OPERATOR_FLAGS"))...)
+	op := exec.Command(bin, args...)
 	logf, err := os.CreateTemp("", "mlkube-bench-operator-*.log")
 	check(err)
 	defer os.Remove(logf.Name())

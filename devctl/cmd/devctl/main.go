@@ -1,6 +1,6 @@
 // Command devctl gives a developer a local mlkube: a kind cluster running the operator built
-// from the checkout's source (`devctl up`), a look at it (`devctl status`), and its removal
-// (`devctl down`).
+// from the checkout's source (`devctl up`), a look at it (`devctl status`), its removal
+// (`devctl down`), and TfJobs run and followed in it (`devctl run`, `logs`, `convert`).
 package main
 
 import (
@@ -24,10 +24,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := root().ExecuteContext(ctx)
 	stop()
-	if err != nil {
+	if err != nil && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
 	}
+	os.Exit(commands.ExitCode(err))
 }
 
 func root() *cobra.Command {
@@ -38,15 +38,150 @@ func root() *cobra.Command {
 builds the operator's image from the source of this checkout (no Dockerfile, no registry), loads
 it into the cluster and installs the operator; ` + "`devctl status`" + ` tells how the cluster, the
 operator and your TfJobs are doing; ` + "`devctl down`" + ` deletes the cluster. Run it from inside the
-checkout.`,
+checkout.
+
+` + "`devctl run`" + ` submits a TfJob and follows it to its end, every replica's log included;
+` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest written for an older
+TensorFlow operator into today's TfJob. These three work on the cluster of the current kubeconfig
+context, which devctl up sets to its kind cluster.`,
 		Example: `  go run ./devctl/cmd/devctl up
-  kubectl get tfjobs
+  go run ./devctl/cmd/devctl run samples/tfjob-distributed.yaml
   go run ./devctl/cmd/devctl status
   go run ./devctl/cmd/devctl down`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	cmd.AddCommand(upCommand(), downCommand(), statusCommand())
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commands.UsageError(err) })
+	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), logsCommand(), convertCommand())
+	return cmd
+}
+
+// args checks the number of arguments like cobra.ExactArgs, as a usage error (exit 2).
+func args(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return commands.UsageError(fmt.Errorf("%w; see devctl %s --help", err, cmd.Name()))
+		}
+		return nil
+	}
+}
+
+func runCommand() *cobra.Command {
+	opts := commands.RunOptions{Stdin: os.Stdin}
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Submit a TfJob and follow it to its end: replica states and every replica's log",
+		Long: `Run submits the TfJob in FILE to the cluster of the current kubeconfig context and follows it
+until it ends. FILE may be in today's mlkube.io/v1beta1 form or in any older form devctl convert
+reads (the 2017 snake_case TfJob, tensorflow.org and kubeflow.org TFJobs); an older one is
+converted first, and what the conversion changed is printed as warnings.
+
+Before anything is created, the apiserver checks the job (a server-side dry run): an invalid job
+is reported one cause per line, field path first, and nothing is created. A job of the same name
+is an error; --replace deletes it with its pods, waits until they are gone, and creates the new
+one. The namespace is --namespace, else the manifest's, else the context's.
+
+While the job runs, run prints on stderr each change of a replica ("worker-1  Running -> Failed
+(exit code 137, Error)", a recreated pod, an in-place restart) and of the job's phase, state,
+restarts and conditions, and on stdout every replica's log, interleaved in the order the lines
+were written, each prefixed with its replica ("worker-1 | ..."; in colour on a terminal). A
+recreated pod's log is followed from its start; no line is printed twice.
+
+Exit codes: 0 the job succeeded; 1 it failed (the Failed condition's message is printed) or
+devctl could not do its work; 2 bad usage, a file that cannot be read or converted, or an invalid
+job; 124 --timeout passed first; 130 Ctrl-C. Ctrl-C and --timeout stop following, not the job:
+devctl logs JOB -f follows it again. --rm deletes the job once it has ended, never when following
+stopped before.
+
+--watch submits FILE again each time it changes (after 300ms without further changes): the old
+job and its pods are deleted, the new job is created and followed. A change that does not
+validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0).`,
+		Example: `  # run the sample distributed trainer and follow it to its end
+  devctl run samples/tfjob-distributed.yaml
+
+  # run it again under the same name, deleting the last run first
+  devctl run --replace samples/tfjob-distributed.yaml
+
+  # a 2017 manifest: converted, with warnings, then run; the job is deleted once it has ended
+  devctl run --rm samples/legacy/tfjob-2017.yaml
+
+  # edit and re-run: every save submits the job again
+  devctl run --watch --replace my-job.yaml
+
+  # in CI: give up after ten minutes
+  devctl run --timeout 10m samples/tfjob-distributed.yaml`,
+		Args: args(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return commands.Run(cmd.Context(), opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the manifest's, else the kubeconfig context's)")
+	f.BoolVar(&opts.Replace, "replace", false, "delete a job of the same name, with its pods, and wait until it is gone before creating")
+	f.BoolVar(&opts.Rm, "rm", false, "delete the job once it has ended (not when following stops first)")
+	f.BoolVar(&opts.Watch, "watch", false, "submit FILE again each time it changes, until Ctrl-C")
+	f.DurationVar(&opts.Timeout, "timeout", 0, "stop following after this long, exit 124, and leave the job running (default: no limit)")
+	return cmd
+}
+
+func logsCommand() *cobra.Command {
+	var opts commands.LogsOptions
+	cmd := &cobra.Command{
+		Use:   "logs JOB",
+		Short: "Show the logs of a TfJob's replicas, interleaved, each line prefixed with its replica",
+		Long: `Logs prints the log of every replica of the TfJob JOB (of the tensorflow container), interleaved
+in the order the lines were written, each line prefixed with its replica ("worker-1 | ..."), or
+only one replica's with --replica. It works on finished pods too: the default cleanPodPolicy,
+Running, keeps the pods that finished, so their logs stay readable after the job has ended (All
+deletes them).
+
+With -f it keeps following until the job ends (or Ctrl-C), taking up the log of a recreated pod
+and of a container restarted in place from its start. --previous shows the run before the
+kubelet's last in-place restart of each container (restartPolicy OnFailure or Always); a pod the
+operator recreated after a failure is a new pod, whose predecessor's log is gone with it.`,
+		Example: `  # every replica of the job, interleaved
+  devctl logs distributed
+
+  # one replica, following it until the job ends
+  devctl logs distributed --replica worker-1 -f
+
+  # what worker-0 printed before the kubelet restarted it
+  devctl logs flaky --replica worker-0 --previous -n team-a`,
+		Args: args(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Job = args[0]
+			return commands.Logs(cmd.Context(), opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the kubeconfig context's)")
+	f.StringVar(&opts.Replica, "replica", "", "show only this replica, e.g. worker-1")
+	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep following until the job ends, including recreated pods")
+	f.BoolVar(&opts.Previous, "previous", false, "show each container's run before its last in-place restart")
+	return cmd
+}
+
+func convertCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "convert FILE",
+		Short: "Print a TfJob manifest of an older API as today's mlkube.io/v1beta1 TfJob",
+		Long: `Convert reads the TfJob manifest in FILE ("-": the standard input) and prints it as today's
+mlkube.io/v1beta1 TfJob, in YAML, on stdout. It reads the 2017 mlkube.io/v1beta1 TfJob (snake_case
+replica_specs and its later camelCase form), tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1
+TfJobs, and kubeflow.org TFJobs v1alpha2 to v1 (tfReplicaSpecs); a current TfJob comes out as it
+went in. Everything the conversion changed, dropped or defaulted is printed on stderr, one
+"warning:" line each, so that the output can go straight to a file.
+
+devctl run converts the same way before it submits; convert shows what it would submit.
+Nothing is sent to a cluster.`,
+		Example: `  devctl convert samples/legacy/tfjob-2017.yaml
+  devctl convert old-job.yaml > job.yaml && kubectl apply -f job.yaml`,
+		Args: args(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return commands.Convert(args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
 	return cmd
 }
 

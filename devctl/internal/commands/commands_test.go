@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -52,5 +53,29 @@ func TestCountStates(t *testing.T) {
 	})
 	if want := "1 New, 2 Running, 1 Succeeded, 1 Failed"; got != want {
 		t.Errorf("countStates = %q, want %q", got, want)
+	}
+}
+
+func TestLoadedAndAliased(t *testing.T) {
+	b, err := images.Assemble(images.Image{Name: "mlkube/trainer", Binary: "trainer"}, []byte("binary"), "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node spells our images with the default registry in front.
+	repo := b.Ref.Context().Name()
+	tag, dev := repo+":"+b.Ref.TagStr(), repo+":dev"
+	for _, tc := range []struct {
+		name string
+		have map[string]string
+		want bool
+	}{
+		{"both tags, one image", map[string]string{tag: "sha256:a", dev: "sha256:a"}, true},
+		{":dev names an older build", map[string]string{tag: "sha256:a", dev: "sha256:b"}, false},
+		{"no :dev", map[string]string{tag: "sha256:a"}, false},
+		{"not loaded", map[string]string{dev: "sha256:a"}, false},
+	} {
+		if got := loadedAndAliased(tc.have, b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

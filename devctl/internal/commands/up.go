@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
@@ -117,8 +119,9 @@ func (u *up) buildImages(ctx context.Context) error {
 	return steps.Done("Built %s (version %s)", strings.Join(refs, ", "), u.version)
 }
 
-// loadImages loads into each node the images it lacks; the tag is the image's digest, so a node
-// that lists the tag has exactly this image.
+// loadImages loads into each node the images it lacks, under their content tag and the :dev
+// alias. The content tag is the image's digest, so a node that lists it has exactly this image;
+// the alias must also name the same image, or the node gets the archive again to move it.
 func (u *up) loadImages(ctx context.Context) error {
 	nodes, err := u.cluster.Nodes()
 	if err != nil {
@@ -127,13 +130,13 @@ func (u *up) loadImages(ctx context.Context) error {
 	var toLoad []*images.Built
 	var targets []int
 	for i, n := range nodes {
-		have, err := kindcluster.Images(n)
+		have, err := nodeImages(n)
 		if err != nil {
 			return err
 		}
 		lacks := false
 		for _, b := range u.built {
-			if !hasRef(have, b.Ref.String()) {
+			if !loadedAndAliased(have, b) {
 				lacks = true
 				if !contains(toLoad, b) {
 					toLoad = append(toLoad, b)
@@ -172,7 +175,28 @@ func (u *up) loadImages(ctx context.Context) error {
 	for _, b := range toLoad {
 		refs = append(refs, b.Ref.String())
 	}
-	return steps.Done("Loaded %s into %d node(s)", strings.Join(refs, ", "), len(targets))
+	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), images.DevTag, len(targets))
+}
+
+// nodeImages lists the images the node's containerd holds for Kubernetes, by reference, with
+// the digest each names.
+func nodeImages(n nodes.Node) (map[string]string, error) {
+	lines, err := kindexec.OutputLines(n.Command("ctr", "--namespace=k8s.io", "images", "list"))
+	if err != nil {
+		return nil, fmt.Errorf("listing the images on node %s: %w", n, err)
+	}
+	return images.ParseList(lines), nil
+}
+
+// loadedAndAliased reports whether a node holds b under its content tag and its :dev alias
+// names the same image.
+func loadedAndAliased(have map[string]string, b *images.Built) bool {
+	digest, ok := images.Lookup(have, b.Ref.String())
+	if !ok {
+		return false
+	}
+	dev, ok := images.Lookup(have, b.Dev().String())
+	return ok && dev == digest
 }
 
 func (u *up) applyOperator(ctx context.Context) error {
@@ -249,15 +273,6 @@ func (u *up) summary(out io.Writer) {
 	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", u.opts.Name, u.cluster.Context())
 	fmt.Fprintf(out, "  operator %s, image %s\n", u.version, u.operatorImage())
 	fmt.Fprintf(out, "\nNext:\n  kubectl get tfjobs\n  devctl status%s\n  devctl down%s\n", flag, flag)
-}
-
-func hasRef(list []string, ref string) bool {
-	for _, l := range list {
-		if images.SameRef(l, ref) {
-			return true
-		}
-	}
-	return false
 }
 
 func contains(list []*images.Built, b *images.Built) bool {

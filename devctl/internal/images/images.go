@@ -1,7 +1,8 @@
 // Package images builds our programs from source into container images without Docker: go build
 // gives one static binary, go-containerregistry wraps it in a one-layer image, and the image is
 // tagged by its own digest, so the same source always gives the same tag and a changed one a new
-// tag (the node never runs a stale image under an old name).
+// tag (the node never runs a stale image under an old name). Each is also tagged DevTag, an alias
+// that always names the newest build, for manifests written by hand.
 package images
 
 import (
@@ -35,11 +36,16 @@ type Image struct {
 	VersionVar string
 }
 
-// Ours lists the images devctl builds, in build order. nodeprobe and the sample trainer join
-// with one line each.
+// Ours lists the images devctl builds, in build order. nodeprobe joins with one line.
 var Ours = []Image{
 	{Name: "mlkube/operator", Package: "./operator/cmd/mlkube-operator", Binary: "mlkube-operator", VersionVar: "github.com/mlkube/mlkube/operator.Version"},
+	{Name: "mlkube/trainer", Package: "./samples/trainer", Binary: "trainer"},
 }
+
+// DevTag is the alias every image of ours also gets in the nodes: `image: mlkube/trainer:dev`
+// with imagePullPolicy IfNotPresent always runs the newest build, while devctl's own manifests
+// name the content tag, which never moves.
+const DevTag = "dev"
 
 // User is who our images run as: the conventional "nonroot" of distroless images, matching the
 // runAsUser of the manifests.
@@ -51,6 +57,13 @@ type Built struct {
 	// Ref is Name tagged with the first 12 hex digits of the image digest.
 	Ref name.Tag
 	Img v1.Image
+}
+
+// Dev is the image's DevTag alias, e.g. mlkube/trainer:dev.
+func (b *Built) Dev() name.Tag {
+	// Name is a valid repository (Assemble made Ref from it), so this cannot fail.
+	tag, _ := name.NewTag(b.Name + ":" + DevTag)
+	return tag
 }
 
 // Options say where and for what to build.
@@ -147,13 +160,40 @@ func Assemble(img Image, binary []byte, arch string) (*Built, error) {
 }
 
 // WriteArchive writes the images as one docker-archive tarball, the format `docker load` and
-// `ctr images import` read.
+// `ctr images import` read, each under its content tag and its DevTag alias. Importing it moves
+// an alias that named an older build.
 func WriteArchive(w io.Writer, built ...*Built) error {
-	refs := make(map[name.Reference]v1.Image, len(built))
+	refs := make(map[name.Reference]v1.Image, 2*len(built))
 	for _, b := range built {
 		refs[b.Ref] = b.Img
+		refs[b.Dev()] = b.Img
 	}
 	return tarball.MultiRefWrite(refs, w)
+}
+
+// ParseList reads the table `ctr images list` prints (REF TYPE DIGEST ...) into the manifest
+// digest each reference names: two references with the same digest are the same image.
+func ParseList(lines []string) map[string]string {
+	out := map[string]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || f[0] == "REF" || !strings.HasPrefix(f[2], "sha256:") {
+			continue
+		}
+		out[f[0]] = f[2]
+	}
+	return out
+}
+
+// Lookup finds ref in a ParseList result, whatever default registry the node spells it with,
+// and returns the digest it names.
+func Lookup(list map[string]string, ref string) (string, bool) {
+	for r, digest := range list {
+		if SameRef(r, ref) {
+			return digest, true
+		}
+	}
+	return "", false
 }
 
 // SameRef reports whether two image references name the same image once defaults are filled in

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,8 +138,47 @@ func TestArchiveReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m) != 1 || len(m[0].RepoTags) != 1 || m[0].RepoTags[0] != b.Ref.String() {
-		t.Errorf("archive manifest %+v, want one image tagged %s", m, b.Ref)
+	if len(m) != 1 || len(m[0].RepoTags) != 2 || !slices.Contains(m[0].RepoTags, b.Ref.String()) || !slices.Contains(m[0].RepoTags, "mlkube/hello:dev") {
+		t.Errorf("archive manifest %+v, want one image tagged %s and mlkube/hello:dev", m, b.Ref)
+	}
+	dev := b.Dev()
+	img, err = tarball.ImageFromPath(path, &dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := img.Digest(); got != want {
+		t.Errorf("the :dev alias reads back as %s, want %s", got, want)
+	}
+}
+
+func TestTheTrainerIsOneOfOurs(t *testing.T) {
+	for _, img := range Ours {
+		if img.Name == "mlkube/trainer" && img.Package == "./samples/trainer" && img.Binary == "trainer" {
+			return
+		}
+	}
+	t.Errorf("images.Ours lacks the sample trainer: %+v", Ours)
+}
+
+func TestParseListAndLookup(t *testing.T) {
+	// What `ctr --namespace=k8s.io images list` prints on a node.
+	// The node spells our images with the default registry in front.
+	repo := name.MustParseReference("mlkube/trainer").Context().Name()
+	list := ParseList(strings.Split(`REF                                               TYPE                                                 DIGEST                                                                  SIZE      PLATFORMS   LABELS
+`+repo+`:0123456789ab             application/vnd.docker.distribution.manifest.v2+json sha256:aaaa000000000000000000000000000000000000000000000000000000000000 3.1 MiB   linux/amd64 io.cri-containerd.image=managed
+`+repo+`:dev                      application/vnd.docker.distribution.manifest.v2+json sha256:bbbb000000000000000000000000000000000000000000000000000000000000 3.0 MiB   linux/amd64 io.cri-containerd.image=managed
+sha256:cccc000000000000000000000000000000000000000000000000000000000000 application/vnd.docker.distribution.manifest.v2+json sha256:aaaa000000000000000000000000000000000000000000000000000000000000 3.1 MiB linux/amd64 io.cri-containerd.image=managed`, "\n"))
+	if len(list) != 3 {
+		t.Fatalf("parsed %d references, want 3: %v", len(list), list)
+	}
+	if d, ok := Lookup(list, "mlkube/trainer:0123456789ab"); !ok || !strings.HasPrefix(d, "sha256:aaaa") {
+		t.Errorf("content tag: %q %v", d, ok)
+	}
+	if d, ok := Lookup(list, "mlkube/trainer:dev"); !ok || !strings.HasPrefix(d, "sha256:bbbb") {
+		t.Errorf(":dev alias: %q %v", d, ok)
+	}
+	if _, ok := Lookup(list, "mlkube/operator:dev"); ok {
+		t.Error("found an image the node does not have")
 	}
 }
 

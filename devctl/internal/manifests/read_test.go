@@ -22,6 +22,7 @@ func TestReadFollowsTheOperatorKustomizations(t *testing.T) {
 	want := []string{
 		"Namespace mlkube-system",
 		"CustomResourceDefinition tfjobs.mlkube.io",
+		"CustomResourceDefinition mxjobs.mlkube.io",
 		"ServiceAccount mlkube-operator",
 		"ClusterRole mlkube-operator",
 		"Role mlkube-operator-leader-election",

@@ -1,0 +1,105 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// current is the cluster of the current kubeconfig context, the one kubectl uses (devctl up
+// makes it the kind cluster's), for the commands that work on jobs: run and logs.
+type current struct {
+	// Context names the kubeconfig context; Namespace is its namespace, "default" when it sets
+	// none.
+	Context, Namespace string
+	Config             *rest.Config
+	Scheme             *runtime.Scheme
+	Client             client.WithWatch
+	Kube               kubernetes.Interface
+}
+
+// connectCurrent connects to the cluster of the current context and checks that it answers and
+// serves TfJobs; the errors say what to do.
+func connectCurrent(ctx context.Context) (*current, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if raw.CurrentContext == "" {
+		return nil, errors.New("no current kubeconfig context: run `make up` first (devctl up makes its kind cluster the current context)")
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig context %s: %w", raw.CurrentContext, err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil || ns == "" {
+		ns = "default"
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "devctl"
+	cfg.QPS, cfg.Burst = 50, 100
+
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 10 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return nil, fmt.Errorf("no cluster answers at context %s (%s): run `make up` first", raw.CurrentContext, oneLine(err))
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(v1beta1.GroupVersion.String())
+	if apierrors.IsNotFound(err) || (err == nil && !serves(resources.APIResources, "tfjobs")) {
+		return nil, fmt.Errorf("TfJob CRD not installed in the cluster at context %s: run devctl up", raw.CurrentContext)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("asking the cluster at context %s about TfJobs: %w", raw.CurrentContext, err)
+	}
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &current{Context: raw.CurrentContext, Namespace: ns, Config: cfg, Scheme: scheme, Client: cl, Kube: kube}, nil
+}
+
+func serves(list []metav1.APIResource, name string) bool {
+	for _, r := range list {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func oneLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}

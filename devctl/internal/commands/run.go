@@ -1,0 +1,309 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/devctl/internal/follow"
+	"github.com/mlkube/mlkube/devctl/internal/steps"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// RunOptions are the settings of `devctl run`.
+type RunOptions struct {
+	// File holds the TfJob, in any format the convert package reads; "-" is the standard input.
+	File  string
+	Stdin io.Reader
+	// Namespace overrides the manifest's; empty: the manifest's, else the context's.
+	Namespace string
+	// Replace deletes a job of the same name (and waits until it is gone) before creating.
+	Replace bool
+	// Rm deletes the job once it has ended (not when following stops before).
+	Rm bool
+	// Watch submits the job again each time File changes, until interrupted.
+	Watch bool
+	// Timeout, when set, stops following after that long (ExitTimeout); the job goes on.
+	Timeout time.Duration
+	// Debounce is how long File must rest after a change before --watch acts; default 300ms.
+	Debounce time.Duration
+	// DeleteWait bounds the wait for a replaced job to be gone; default 2m.
+	DeleteWait time.Duration
+}
+
+// errTimeout is the cause of the context that --timeout ends.
+var errTimeout = errors.New("--timeout passed")
+
+// Run submits the TfJob of o.File to the cluster of the current kubeconfig context and follows
+// it until it ends: replica states and the job's status on status, every replica's log on out.
+// The error carries the exit code (ExitError): nil when the job succeeded, ExitFailed when it
+// failed, ExitUsage when there was nothing valid to submit, ExitTimeout and ExitInterrupted when
+// following stopped first.
+func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
+	if o.Watch && o.File == "-" {
+		return UsageError(errors.New("--watch needs a file to watch, not the standard input"))
+	}
+	if o.Debounce == 0 {
+		o.Debounce = 300 * time.Millisecond
+	}
+	if o.DeleteWait == 0 {
+		o.DeleteWait = 2 * time.Minute
+	}
+	job, err := loadJob(o.File, o.Stdin, status)
+	if err != nil {
+		return err
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, errTimeout)
+		defer cancel()
+	}
+	cl, err := connectCurrent(ctx)
+	if err != nil {
+		return err
+	}
+	r := &runner{o: o, cl: cl, out: out, status: status, logColor: colorful(out), stateColor: colorful(status)}
+	if err := r.setNamespace(job); err != nil {
+		return err
+	}
+	if err := r.validate(ctx, job); err != nil {
+		return err
+	}
+	why := ""
+	if o.Replace {
+		why = "--replace"
+	}
+	created, err := r.submit(ctx, job, why)
+	if err != nil {
+		return r.interrupted(ctx, nil, err)
+	}
+	if o.Watch {
+		return r.watch(ctx, created)
+	}
+	res, err := r.follow(ctx, created)
+	if (res == nil || !res.Ended) && ctx.Err() != nil {
+		return r.interrupted(ctx, created, err)
+	}
+	return r.report(ctx, created, res, err)
+}
+
+type runner struct {
+	o                    RunOptions
+	cl                   *current
+	out, status          io.Writer
+	logColor, stateColor bool
+	submitted            time.Time
+}
+
+func (r *runner) say(format string, args ...any) {
+	fmt.Fprintf(r.status, format+"\n", args...)
+}
+
+// setNamespace puts the job in --namespace, else the manifest's namespace, else the context's;
+// a manifest and a flag that disagree are a usage error, as with kubectl.
+func (r *runner) setNamespace(job *v1beta1.TfJob) error {
+	switch {
+	case r.o.Namespace != "" && job.Namespace != "" && job.Namespace != r.o.Namespace:
+		return UsageError(fmt.Errorf("%s puts tfjob/%s in namespace %s, but --namespace says %s: drop one of them", r.o.File, job.Name, job.Namespace, r.o.Namespace))
+	case r.o.Namespace != "":
+		job.Namespace = r.o.Namespace
+	case job.Namespace == "":
+		job.Namespace = r.cl.Namespace
+	}
+	return nil
+}
+
+// validate has the apiserver check the job without creating it (a server-side dry run): the
+// CRD's schema and rules, the same checks a real create runs. A job of the same name existing
+// is no reason to refuse this one: the apiserver validates before it looks for it.
+func (r *runner) validate(ctx context.Context, job *v1beta1.TfJob) error {
+	err := r.cl.Client.Create(ctx, job.DeepCopy(), client.DryRunAll)
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		return nil
+	case invalidCauses(err) != nil:
+		return UsageError(fmt.Errorf("tfjob/%s in %s is invalid; nothing was created:\n  %s", job.Name, r.o.File, strings.Join(invalidCauses(err), "\n  ")))
+	case apierrors.IsNotFound(err):
+		return UsageError(fmt.Errorf("namespace %s does not exist in the cluster at context %s: kubectl create namespace %s, or pick another with --namespace", job.Namespace, r.cl.Context, job.Namespace))
+	}
+	return err
+}
+
+// submit creates the job. One of the same name is an error unless why names the flag that
+// replaces it: then it is deleted, with its pods (foreground), and gone, before the create.
+func (r *runner) submit(ctx context.Context, job *v1beta1.TfJob, why string) (*v1beta1.TfJob, error) {
+	for attempt := 0; ; attempt++ {
+		created := job.DeepCopy()
+		r.submitted = time.Now()
+		err := r.cl.Client.Create(ctx, created)
+		switch {
+		case err == nil:
+			r.say("created tfjob/%s in namespace %s (context %s)", created.Name, created.Namespace, r.cl.Context)
+			return created, nil
+		case apierrors.IsAlreadyExists(err) && why == "":
+			return nil, UsageError(fmt.Errorf("tfjob/%s already exists in namespace %s: --replace deletes it, with its pods, and creates it again", job.Name, job.Namespace))
+		case apierrors.IsAlreadyExists(err) && attempt < 3:
+			if err := r.deleteAndWait(ctx, job.Namespace, job.Name, why); err != nil {
+				return nil, err
+			}
+		case invalidCauses(err) != nil:
+			return nil, UsageError(fmt.Errorf("tfjob/%s is invalid; nothing was created:\n  %s", job.Name, strings.Join(invalidCauses(err), "\n  ")))
+		default:
+			return nil, fmt.Errorf("creating tfjob/%s: %w", job.Name, err)
+		}
+	}
+}
+
+// deleteAndWait deletes the job with foreground propagation, so that its pods go first, and
+// watches until it is gone.
+func (r *runner) deleteAndWait(ctx context.Context, ns, name, why string) error {
+	wctx, cancel := context.WithTimeout(ctx, r.o.DeleteWait)
+	defer cancel()
+	failed := func(err error) error {
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return fmt.Errorf("tfjob/%s is still being deleted after %s: its pods may not stop (kubectl get pods -n %s -l mlkube.io/job-name=%s)", name, r.o.DeleteWait, ns, name)
+		}
+		return err
+	}
+	started := time.Now()
+	said := false
+	for {
+		var list v1beta1.TfJobList
+		if err := r.cl.Client.List(wctx, &list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name}); err != nil {
+			return failed(err)
+		}
+		if len(list.Items) == 0 {
+			if said {
+				r.say("deleted tfjob/%s and its pods (%s)", name, steps.Duration(time.Since(started)))
+			}
+			return nil
+		}
+		old := &list.Items[0]
+		if !said {
+			r.say("deleting tfjob/%s (%s) and waiting until it and its pods are gone ...", name, why)
+			said = true
+		}
+		if old.DeletionTimestamp == nil {
+			err := r.cl.Client.Delete(wctx, old, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &old.UID})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return failed(fmt.Errorf("deleting tfjob/%s: %w", name, err))
+			}
+		}
+		w, err := r.cl.Client.Watch(wctx, &v1beta1.TfJobList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return failed(err)
+		}
+		gone := waitDeleted(wctx, w, old)
+		w.Stop()
+		if err := wctx.Err(); err != nil {
+			return failed(err)
+		}
+		if gone {
+			r.say("deleted tfjob/%s and its pods (%s)", name, steps.Duration(time.Since(started)))
+			return nil
+		}
+		// The watch ended early (the apiserver closes them now and then): look again.
+	}
+}
+
+// waitDeleted reads the watch until it reports old deleted (true), or it ends (false).
+func waitDeleted(ctx context.Context, w watch.Interface, old *v1beta1.TfJob) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return false
+			}
+			if job, isJob := ev.Object.(*v1beta1.TfJob); isJob && ev.Type == watch.Deleted && job.UID == old.UID {
+				return true
+			}
+		}
+	}
+}
+
+func (r *runner) follow(ctx context.Context, job *v1beta1.TfJob) (*follow.Result, error) {
+	return follow.Follow(ctx, follow.Options{
+		Config: r.cl.Config, Scheme: r.cl.Scheme, Job: job, MatchUID: true,
+		States: true, Status: r.status, Logs: newLogSource(r.cl.Kube), Out: r.out,
+		Printer: follow.NewPrinter(job, r.logColor, r.stateColor),
+		Start:   r.submitted, Hint: 30 * time.Second,
+	})
+}
+
+// report says how the job ended and deletes it with --rm: nil when it succeeded, an ExitError
+// with the Failed condition's message when it failed.
+func (r *runner) report(ctx context.Context, job *v1beta1.TfJob, res *follow.Result, err error) error {
+	if err != nil && (res == nil || !res.Ended) {
+		return err
+	}
+	if res.Deleted || !res.Ended {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("tfjob/%s was deleted before it ended", job.Name)}
+	}
+	took := steps.Duration(time.Since(r.submitted))
+	final := res.Job
+	defer r.remove(ctx, final)
+	if final.Status.State == v1beta1.JobStateSucceeded {
+		msg := ""
+		if c := follow.Condition(final, v1beta1.JobSucceeded); c != nil {
+			msg = ": " + c.Message
+		}
+		r.say("tfjob/%s Succeeded in %s%s", job.Name, took, msg)
+		return nil
+	}
+	msg := "no Failed condition"
+	if c := follow.Condition(final, v1beta1.JobFailed); c != nil {
+		msg = c.Message
+	}
+	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("tfjob/%s Failed after %s: %s", job.Name, took, msg)}
+}
+
+// remove deletes the ended job with --rm.
+func (r *runner) remove(ctx context.Context, job *v1beta1.TfJob) {
+	if !r.o.Rm {
+		return
+	}
+	err := r.cl.Client.Delete(context.WithoutCancel(ctx), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.say("warning: --rm: deleting tfjob/%s: %v", job.Name, err)
+		return
+	}
+	r.say("deleted tfjob/%s (--rm)", job.Name)
+}
+
+// interrupted explains following that stopped before the job ended: Ctrl-C (the job goes on)
+// or --timeout. Any other error is returned as it is.
+func (r *runner) interrupted(ctx context.Context, job *v1beta1.TfJob, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if job == nil {
+		if context.Cause(ctx) == errTimeout {
+			return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("--timeout %s passed before the job was submitted", r.o.Timeout)}
+		}
+		return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted before the job was submitted")}
+	}
+	if context.Cause(ctx) == errTimeout {
+		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("stopped following after --timeout %s; tfjob/%s goes on: %s to follow again", r.o.Timeout, job.Name, r.logsHint(job))}
+	}
+	r.say("left tfjob/%s running; %s to follow again", job.Name, r.logsHint(job))
+	return &ExitError{Code: ExitInterrupted}
+}
+
+func (r *runner) logsHint(job *v1beta1.TfJob) string {
+	hint := "devctl logs " + job.Name + " -f"
+	if job.Namespace != r.cl.Namespace {
+		hint += " -n " + job.Namespace
+	}
+	return hint
+}

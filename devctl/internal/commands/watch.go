@@ -1,0 +1,151 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/mlkube/mlkube/devctl/internal/follow"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// watch follows job and, each time the file changes and still holds a valid job, deletes the
+// job (with its pods, waiting until they are gone) and submits the new one, then follows that.
+// It ends only with ctx: Ctrl-C (nil: --watch is ended that way) or --timeout (ExitTimeout).
+func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
+	changes, err := fileChanges(ctx, r.o.File, r.o.Debounce)
+	if err != nil {
+		return err
+	}
+	type followed struct {
+		res *follow.Result
+		err error
+	}
+	for {
+		fctx, stop := context.WithCancel(ctx)
+		results := make(chan followed, 1)
+		go func(job *v1beta1.TfJob) {
+			res, err := r.follow(fctx, job)
+			results <- followed{res, err}
+		}(job)
+		following := true
+		var next *v1beta1.TfJob
+		for next == nil {
+			select {
+			case f := <-results:
+				following = false
+				if err := r.report(ctx, job, f.res, f.err); err != nil && ctx.Err() == nil {
+					r.say("error: %v", err)
+				}
+				if ctx.Err() == nil {
+					r.say("waiting for %s to change (Ctrl-C ends)", r.o.File)
+				}
+			case <-changes:
+				r.say("%s changed: submitting it again", r.o.File)
+				cand, err := r.prepare(ctx)
+				if err != nil {
+					r.say("error: %v", err)
+					r.say("kept tfjob/%s as it is; waiting for %s to change again", job.Name, r.o.File)
+					continue
+				}
+				stop()
+				if following {
+					<-results
+					following = false
+				}
+				if cand.Name != job.Name || cand.Namespace != job.Namespace {
+					if err := r.deleteAndWait(ctx, job.Namespace, job.Name, "--watch"); err != nil {
+						return r.interrupted(ctx, nil, err)
+					}
+				}
+				created, err := r.submit(ctx, cand, "--watch")
+				if err != nil {
+					if ctx.Err() != nil {
+						return r.interrupted(ctx, nil, err)
+					}
+					r.say("error: %v", err)
+					r.say("waiting for %s to change (Ctrl-C ends)", r.o.File)
+					continue
+				}
+				next = created
+			case <-ctx.Done():
+				stop()
+				if following {
+					<-results
+					r.say("left tfjob/%s running; %s to follow again", job.Name, r.logsHint(job))
+				}
+				if context.Cause(ctx) == errTimeout {
+					return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("stopped watching after --timeout %s", r.o.Timeout)}
+				}
+				return nil
+			}
+		}
+		stop()
+		job = next
+	}
+}
+
+// prepare reads the file again, converts it and has the apiserver validate the job.
+func (r *runner) prepare(ctx context.Context) (*v1beta1.TfJob, error) {
+	job, err := loadJob(r.o.File, nil, r.status)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.setNamespace(job); err != nil {
+		return nil, err
+	}
+	if err := r.validate(ctx, job); err != nil {
+		return nil, err
+	}
+	return job, nil
+}
+
+// fileChanges sends on the returned channel each time path is written or replaced (editors save
+// by renaming a new file over the old), once it has rested for debounce, until ctx ends. It
+// watches the directory, so that a replaced file is still seen.
+func fileChanges(ctx context.Context, path string, debounce time.Duration) (<-chan struct{}, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("--watch: %w", err)
+	}
+	if err := w.Add(filepath.Dir(abs)); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("--watch %s: %w", filepath.Dir(abs), err)
+	}
+	changes := make(chan struct{}, 1)
+	go func() {
+		defer w.Close()
+		var fire <-chan time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Clean(ev.Name) == abs && ev.Has(fsnotify.Write|fsnotify.Create) {
+					fire = time.After(debounce)
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			case <-fire:
+				fire = nil
+				select {
+				case changes <- struct{}{}:
+				default: // one is pending already
+				}
+			}
+		}
+	}()
+	return changes, nil
+}

@@ -1,0 +1,440 @@
+// Package follow follows a TfJob while it runs: each change of the job's status and of its
+// replicas' states as one line ("worker-1  Running -> Failed (exit code 137, Error)"), and the
+// logs of every replica, interleaved, each line prefixed with its replica ("worker-1 | ...").
+// Everything comes from watches (informers on the job and on its pods) and from following log
+// streams; nothing polls. A recreated pod (new UID) or a container restarted in place is a new
+// run whose log is read from its start; a run's log is read once, so no line is repeated.
+package follow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+)
+
+// Options say what to follow and where to print it.
+type Options struct {
+	Config *rest.Config
+	// Scheme knows TfJob and the core types.
+	Scheme *runtime.Scheme
+	// Job is the job to follow, as created or read: its namespace, name, UID and spec.
+	Job *v1beta1.TfJob
+	// MatchUID follows this instance of the job only (Job.UID): its pods, and its end. Without
+	// it, whatever job has the name.
+	MatchUID bool
+
+	// States prints every change of the job's status and of its replicas to Status.
+	States bool
+	Status io.Writer
+	// Logs, when set, streams the replicas' logs to Out.
+	Logs LogSource
+	Out  io.Writer
+	// Replica, when set, limits the logs to that replica ("worker-1").
+	Replica string
+	// Printer formats the replica column; nil means plain (no colour).
+	Printer *Printer
+
+	// Start is when the job was submitted: "all replicas have started" counts from it. Zero
+	// means when Follow started.
+	Start time.Time
+	// Window is how long log lines are held to be put in order (Merger); default 200ms.
+	Window time.Duration
+	// Drain bounds how long, once the job has ended, Follow waits for the last log lines
+	// (parameter servers being stopped, say); default 5s.
+	Drain time.Duration
+	// Hint, when set, is how long a job may go without any status before Follow says that the
+	// operator may not be running.
+	Hint time.Duration
+}
+
+// Result is how following ended.
+type Result struct {
+	// Job is the job as last seen.
+	Job *v1beta1.TfJob
+	// Ended: the job succeeded or failed. Deleted: it was deleted before it ended.
+	Ended, Deleted bool
+	// AllStarted is how long after Start every replica had started; zero when that never
+	// happened (a replica finished before another began, or the job ended first).
+	AllStarted time.Duration
+}
+
+// Follow follows the job until it ends or is deleted, or ctx ends (then it returns ctx's error
+// with what it saw so far). Once the job has ended it waits up to Drain for the logs of
+// replicas that are still finishing.
+func Follow(ctx context.Context, o Options) (*Result, error) {
+	if o.Printer == nil {
+		o.Printer = NewPrinter(o.Job, false, false)
+	}
+	if o.Start.IsZero() {
+		o.Start = time.Now()
+	}
+	if o.Window == 0 {
+		o.Window = 200 * time.Millisecond
+	}
+	if o.Drain == 0 {
+		o.Drain = 5 * time.Second
+	}
+	if o.Status == nil {
+		o.Status = io.Discard
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan event, 1024)
+	c, err := watchJob(ctx, o, events)
+	if err != nil {
+		return nil, err
+	}
+
+	f := &follower{
+		o:        o,
+		events:   events,
+		jobs:     newJobTracker(),
+		replicas: newReplicaTracker(),
+		names:    ReplicaNames(o.Job),
+		streams:  map[streamKey]*streamInfo{},
+		res:      &Result{Job: o.Job},
+	}
+	var mu sync.Mutex
+	f.write = func(w io.Writer, s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		io.WriteString(w, s)
+	}
+	// State lines go through the merger too, stamped with the time they were seen: a replica's
+	// last log lines then come before the line that says it exited.
+	f.merger = &Merger{
+		Window:   o.Window,
+		Out:      writerFunc(func(p []byte) (int, error) { f.write(o.Out, string(p)); return len(p), nil }),
+		StateOut: writerFunc(func(p []byte) (int, error) { f.write(o.Status, string(p)); return len(p), nil }),
+		Format:   func(l Line) string { return o.Printer.LogLine(l.Replica, l.Text) },
+	}
+	stopMerger := make(chan struct{})
+	mergerDone := make(chan struct{})
+	go func() { f.merger.Run(stopMerger); close(mergerDone) }()
+
+	streamCtx, stopStreams := context.WithCancel(ctx)
+	f.streamCtx = streamCtx
+	defer func() {
+		stopStreams()
+		f.wg.Wait()
+		close(stopMerger)
+		<-mergerDone
+	}()
+
+	// The job may be gone already (deleted between its creation and now).
+	var job v1beta1.TfJob
+	err = c.Get(ctx, client.ObjectKeyFromObject(o.Job), &job)
+	if apierrors.IsNotFound(err) || (err == nil && o.MatchUID && job.UID != o.Job.UID) {
+		f.res.Deleted = true
+		return f.res, nil
+	}
+	if err != nil {
+		return f.res, err
+	}
+	return f.run(ctx)
+}
+
+// event is one change from the watches: the job or a pod, as it is now or as it was when
+// deleted; or a log stream that ended; or a broken stream's turn to be opened again.
+type event struct {
+	job     *v1beta1.TfJob
+	pod     *corev1.Pod
+	deleted bool
+	end     *streamEnd
+	reopen  *streamKey
+}
+
+type streamInfo struct {
+	active   bool
+	done     bool
+	attempts int
+	last     time.Time
+	replica  string
+}
+
+type follower struct {
+	o        Options
+	events   chan event
+	jobs     *jobTracker
+	replicas *replicaTracker
+	names    []string
+	merger   *Merger
+	write    func(io.Writer, string)
+	res      *Result
+
+	streamCtx context.Context
+	wg        sync.WaitGroup
+	streams   map[streamKey]*streamInfo
+	reopening int
+
+	allStartedSaid bool
+	ending         bool
+	settled        bool
+}
+
+func (f *follower) run(ctx context.Context) (*Result, error) {
+	var hint, settle, drain <-chan time.Time
+	if f.o.Hint > 0 {
+		hint = time.After(f.o.Hint)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return f.res, ctx.Err()
+		case <-hint:
+			if f.res.Job.Status.Phase == "" {
+				f.state(JobLabel, "no status after %s: is the operator running? (devctl status)", f.o.Hint)
+			}
+		case <-settle:
+			f.settled = true
+		case <-drain:
+			return f.res, nil
+		case e := <-f.events:
+			switch {
+			case e.job != nil:
+				f.onJob(e.job, e.deleted)
+				if f.res.Deleted {
+					return f.res, nil
+				}
+			case e.pod != nil:
+				f.onPod(e.pod, e.deleted)
+			case e.end != nil:
+				f.onStreamEnd(*e.end)
+			case e.reopen != nil:
+				f.reopening--
+				f.onReopen(*e.reopen)
+			}
+		}
+		if f.ending && settle == nil {
+			settle = time.After(min(500*time.Millisecond, f.o.Drain))
+			drain = time.After(f.o.Drain)
+		}
+		if f.settled && f.idle() {
+			return f.res, nil
+		}
+	}
+}
+
+func (f *follower) state(name, format string, args ...any) {
+	if f.o.States {
+		f.merger.Add(Line{Replica: name, Time: time.Now(), Text: f.o.Printer.StateLine(name, format, args...), State: true})
+	}
+}
+
+func (f *follower) onJob(job *v1beta1.TfJob, deleted bool) {
+	if f.o.MatchUID && job.UID != f.o.Job.UID {
+		return
+	}
+	if deleted {
+		f.res.Deleted = !f.ending
+		f.ending = true
+		return
+	}
+	f.res.Job = job
+	for _, l := range f.jobs.observe(job) {
+		f.state(JobLabel, "%s", l)
+	}
+	if Ended(job) {
+		f.res.Ended = true
+		f.ending = true
+	}
+}
+
+func (f *follower) onPod(pod *corev1.Pod, deleted bool) {
+	replica := ReplicaOf(pod)
+	if replica == "" {
+		return
+	}
+	if f.o.MatchUID {
+		if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != f.o.Job.UID {
+			return
+		}
+	}
+	for _, l := range f.replicas.observe(replica, pod, deleted) {
+		f.state(replica, "%s", l)
+	}
+	if !f.allStartedSaid && f.replicas.allStarted(f.names) {
+		f.allStartedSaid = true
+		f.res.AllStarted = time.Since(f.o.Start)
+		f.state(JobLabel, "all %d replicas have started (%.1fs)", len(f.names), f.res.AllStarted.Seconds())
+	}
+	if deleted || f.o.Logs == nil || (f.o.Replica != "" && replica != f.o.Replica) {
+		return
+	}
+	key, follow, ok := want(pod)
+	if !ok {
+		return
+	}
+	if s := f.streams[key]; s != nil {
+		return // being read, read, or waiting to be opened again
+	}
+	f.streams[key] = &streamInfo{replica: replica}
+	f.open(key, pod, follow)
+}
+
+func (f *follower) open(key streamKey, pod *corev1.Pod, follow bool) {
+	s := f.streams[key]
+	s.active = true
+	since := s.last
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		last, err := readLog(f.streamCtx, f.o.Logs, pod, s.replica, logOptions(follow, since), since, f.merger)
+		f.send(event{end: &streamEnd{key: key, pod: pod, replica: s.replica, last: last, err: err}})
+	}()
+}
+
+// send hands an event to the loop, unless following has stopped.
+func (f *follower) send(e event) {
+	select {
+	case f.events <- e:
+	case <-f.streamCtx.Done():
+	}
+}
+
+func (f *follower) onStreamEnd(e streamEnd) {
+	s := f.streams[e.key]
+	s.active = false
+	s.last = e.last
+	if e.err == nil || f.streamCtx.Err() != nil || gone(e.err) {
+		s.done = true
+		return
+	}
+	s.attempts++
+	if s.attempts > 5 {
+		s.done = true
+		f.state(e.replica, "cannot read the log any more: %v", e.err)
+		return
+	}
+	// A broken stream (not the end of the log): open it again, after a pause, from where it
+	// broke.
+	f.reopening++
+	key := e.key
+	delay := time.Duration(s.attempts) * 500 * time.Millisecond
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		select {
+		case <-time.After(delay):
+			f.send(event{reopen: &key})
+		case <-f.streamCtx.Done():
+		}
+	}()
+}
+
+func (f *follower) onReopen(key streamKey) {
+	s := f.streams[key]
+	pod := f.replicas.pods[s.replica]
+	if pod == nil || pod.UID != key.uid || f.replicas.states[s.replica].Phase == Deleted {
+		s.done = true
+		return
+	}
+	now, follow, ok := want(pod)
+	f.open(key, pod, ok && now == key && follow)
+}
+
+// idle says no log is being read or about to be.
+func (f *follower) idle() bool {
+	if f.reopening > 0 {
+		return false
+	}
+	for _, s := range f.streams {
+		if s.active {
+			return false
+		}
+	}
+	return true
+}
+
+// watchJob starts informers on the job (by name) and on its replica pods (by label) that send
+// every change to events, and returns the cache they fill once it is in sync.
+func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache, error) {
+	hasType, err := labels.NewRequirement(replicajob.LabelReplicaType, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	podSel := labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: o.Job.Name}).Add(*hasType)
+	c, err := cache.New(o.Config, cache.Options{
+		Scheme:            o.Scheme,
+		DefaultNamespaces: map[string]cache.Config{o.Job.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&v1beta1.TfJob{}: {Field: fields.OneTermEqualSelector("metadata.name", o.Job.Name)},
+			&corev1.Pod{}:    {Label: podSel},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	send := func(e event) {
+		select {
+		case events <- e:
+		case <-ctx.Done():
+		}
+	}
+	handler := func(obj any, deleted bool) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		switch o := obj.(type) {
+		case *v1beta1.TfJob:
+			send(event{job: o.DeepCopy(), deleted: deleted})
+		case *corev1.Pod:
+			send(event{pod: o.DeepCopy(), deleted: deleted})
+		}
+	}
+	funcs := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { handler(obj, false) },
+		UpdateFunc: func(_, obj any) { handler(obj, false) },
+		DeleteFunc: func(obj any) { handler(obj, true) },
+	}
+	for _, obj := range []client.Object{&v1beta1.TfJob{}, &corev1.Pod{}} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(funcs); err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !c.WaitForCacheSync(syncCtx) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cannot watch tfjob/%s and its pods in namespace %s (no answer in 30s)", o.Job.Name, o.Job.Namespace)
+	}
+	return c, nil
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// IsInterrupted says err is following stopped by its context.
+func IsInterrupted(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,61 @@
+package follow
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+func TestJobChanges(t *testing.T) {
+	j := newJobTracker()
+	var got []string
+	see := func(s v1beta1.JobStatus) {
+		got = append(got, j.observe(&v1beta1.TfJob{Status: s})...)
+	}
+	cond := func(typ, status, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg}
+	}
+	created := cond("Created", "True", "ReplicasCreated", "created 3 pods and their services")
+	see(v1beta1.JobStatus{})
+	see(v1beta1.JobStatus{Phase: "Creating", State: "Running", Conditions: []metav1.Condition{
+		created, cond("Running", "False", "ReplicasNotRunning", "waiting for j-worker-0 (Pending)"),
+	}})
+	see(v1beta1.JobStatus{Phase: "Creating", State: "Running", Conditions: []metav1.Condition{
+		created, cond("Running", "False", "ReplicasNotRunning", "waiting for j-worker-1 (ContainerCreating)"), // quiet
+	}})
+	see(v1beta1.JobStatus{Phase: "Running", State: "Running", Conditions: []metav1.Condition{
+		created, cond("Running", "True", "ReplicasRunning", "every replica is running or done"),
+	}})
+	see(v1beta1.JobStatus{Phase: "Running", State: "Running", Restarts: 1, Conditions: []metav1.Condition{
+		created, cond("Running", "True", "ReplicasRunning", "every replica is running or done"),
+		cond("Restarting", "True", "RetryableFailure", "pod j-worker-1 exited with code 137 (Error; retryable: 128-255); recreating it (restart 1 of backoffLimit 3)"),
+	}})
+	see(v1beta1.JobStatus{Phase: "Failed", State: "Failed", Restarts: 1, Conditions: []metav1.Condition{
+		created, cond("Running", "False", "JobFailed", "the job failed"),
+		cond("Restarting", "False", "JobFailed", "the job failed"),
+		cond("Failed", "True", "ExitCode", "pod j-worker-0 exited with code 1 (Error; permanent: 1-127): the job failed"),
+	}, Tensorboard: &v1beta1.TensorboardStatus{URL: "http://j-tensorboard.ns.svc", ProxyPath: "/api/v1/namespaces/ns/services/j-tensorboard:80/proxy/"}})
+
+	want := []string{
+		"phase Creating",
+		"state Running",
+		"Created=True (ReplicasCreated): created 3 pods and their services",
+		"Running=False (ReplicasNotRunning): waiting for j-worker-0 (Pending)",
+		"phase Creating -> Running",
+		"Running=True (ReplicasRunning): every replica is running or done",
+		"restarts 0 -> 1",
+		"Restarting=True (RetryableFailure): pod j-worker-1 exited with code 137 (Error; retryable: 128-255); recreating it (restart 1 of backoffLimit 3)",
+		"phase Running -> Failed",
+		"state Running -> Failed",
+		"Running=False (JobFailed): the job failed",
+		"Restarting=False (JobFailed): the job failed",
+		"Failed=True (ExitCode): pod j-worker-0 exited with code 1 (Error; permanent: 1-127): the job failed",
+		"TensorBoard at http://j-tensorboard.ns.svc in the cluster; from here: kubectl proxy, then http://127.0.0.1:8001/api/v1/namespaces/ns/services/j-tensorboard:80/proxy/",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
