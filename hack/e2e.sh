@@ -6,6 +6,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
+# One e2e run at a time on a machine: they share the cluster name and the Docker engine.
+lockdir="${MLKUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mlkube}"
+mkdir -p "$lockdir"
+exec {lock}>"$lockdir/e2e.lock"
+if ! flock -n "$lock"; then
+  echo "e2e.sh: another e2e run holds $lockdir/e2e.lock; waiting for it" >&2
+  flock "$lock"
+fi
+
 started_docker=no
 if ! timeout 10 docker info >/dev/null 2>&1; then
   hack/docker.sh start
