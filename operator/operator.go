@@ -4,6 +4,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,6 +113,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		pods = store
 	}
 
+	if err := replicajob.IndexOwners(context.Background(), mgr); err != nil {
+		return nil, err
+	}
 	for _, fw := range Frameworks {
 		r := &replicajob.Reconciler{
 			Client:    mgr.GetClient(),

@@ -199,10 +199,12 @@ func (e *Reconciler) now() time.Time {
 
 // observe lists the job's pods and services and pairs them with the replicas the spec asks for.
 func (e *Reconciler) observe(ctx context.Context, job ctrl.Object, groups []Replica) ([]*replica, map[string]*corev1.Pod, map[string]*corev1.Service, error) {
-	// Replica objects only: a framework's extras (TensorBoard) carry the job's name too.
+	// By the owner index: a cache lookup of this job's objects, not a scan of the namespace
+	// (which would make a thousand jobs cost a million comparisons per round). Replica objects
+	// only: a framework's extras (TensorBoard) are owned by the job too.
 	sel := []ctrl.ListOption{
 		ctrl.InNamespace(job.GetNamespace()),
-		ctrl.MatchingLabels{LabelJobName: job.GetName(), LabelJobKind: strings.ToLower(e.Framework.Kind())},
+		ctrl.MatchingFields{OwnerIndex: string(job.GetUID())},
 		ctrl.HasLabels{LabelReplicaType},
 	}
 	var podList corev1.PodList
@@ -313,4 +315,23 @@ func kindOf(obj ctrl.Object) string {
 		return "pod"
 	}
 	return "service"
+}
+
+// OwnerIndex is the cache index of pods and services by the UID of their controlling owner.
+const OwnerIndex = "mlkube.io/controller-uid"
+
+// IndexOwners registers OwnerIndex with the manager's cache; once per manager, before it starts.
+func IndexOwners(ctx context.Context, mgr manager.Manager) error {
+	byOwner := func(obj ctrl.Object) []string {
+		if ref := metav1.GetControllerOf(obj); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}
+	for _, obj := range []ctrl.Object{&corev1.Pod{}, &corev1.Service{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, OwnerIndex, byOwner); err != nil {
+			return err
+		}
+	}
+	return nil
 }
