@@ -25,5 +25,6 @@ trap cleanup EXIT
 
 image=$(clusters/nodeimage/build.sh | tail -n 1)
 go build -o bin/devctl ./devctl/cmd/devctl
-MLKUBE_DEVCTL="$root/bin/devctl" MLKUBE_NODE_IMAGE="$image" \
+kubectl=$(hack/control-plane.sh | tail -n 1)/kubectl
+MLKUBE_DEVCTL="$root/bin/devctl" MLKUBE_NODE_IMAGE="$image" MLKUBE_KUBECTL="$kubectl" \
   go test -tags e2e -count=1 -timeout 40m -v ./e2e/
