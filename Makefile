@@ -29,8 +29,10 @@ control-plane: ## Build kube-apiserver, etcd and kubectl for the tests (cached p
 
 .PHONY: test
 test: ## Run every test against a real control plane (builds it first when missing).
+	@command -v tmux >/dev/null || { echo "installing tmux (the dashboard's end-to-end tests drive it)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }
 	@assets="$$(hack/control-plane.sh | tail -n 1)" && \
-	  KUBEBUILDER_ASSETS="$$assets" MLKUBE_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./...
+	  KUBEBUILDER_ASSETS="$$assets" MLKUBE_REQUIRE_ENVTEST=1 MLKUBE_REQUIRE_TMUX=1 $(GO) test -count=1 ./...
 
 .PHONY: lint
 lint: ## gofmt and go vet.

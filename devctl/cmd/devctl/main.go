@@ -1,6 +1,6 @@
 // Command devctl gives a developer a local mlkube: a kind cluster running the operator built
 // from the checkout's source (`devctl up`), a look at it (`devctl status`), its removal
-// (`devctl down`), and TfJobs run and followed in it (`devctl run`, `logs`, `convert`).
+// (`devctl down`), and TfJobs and MXJobs run and followed in it (`devctl run`, `logs`, `convert`).
 package main
 
 import (
@@ -37,13 +37,13 @@ func root() *cobra.Command {
 		Long: `devctl runs mlkube on your machine. ` + "`devctl up`" + ` creates a kind cluster in Docker,
 builds the operator's image from the source of this checkout (no Dockerfile, no registry), loads
 it into the cluster and installs the operator; ` + "`devctl status`" + ` tells how the cluster, the
-operator and your TfJobs are doing; ` + "`devctl down`" + ` deletes the cluster. Run it from inside the
+operator and your jobs are doing; ` + "`devctl down`" + ` deletes the cluster. Run it from inside the
 checkout.
 
-` + "`devctl run`" + ` submits a TfJob and follows it to its end, every replica's log included;
-` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest written for an older
-TensorFlow operator into today's TfJob. These three work on the cluster of the current kubeconfig
-context, which devctl up sets to its kind cluster.`,
+` + "`devctl run`" + ` submits a TfJob or an MXJob and follows it to its end, every replica's log
+included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest written
+for an older TensorFlow or MXNet operator into today's TfJob or MXJob. These three work on the
+cluster of the current kubeconfig context, which devctl up sets to its kind cluster.`,
 		Example: `  go run ./devctl/cmd/devctl up
   go run ./devctl/cmd/devctl run samples/tfjob-distributed.yaml
   go run ./devctl/cmd/devctl status
@@ -70,11 +70,12 @@ func runCommand() *cobra.Command {
 	opts := commands.RunOptions{Stdin: os.Stdin}
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Submit a TfJob and follow it to its end: replica states and every replica's log",
-		Long: `Run submits the TfJob in FILE to the cluster of the current kubeconfig context and follows it
-until it ends. FILE may be in today's mlkube.io/v1beta1 form or in any older form devctl convert
-reads (the 2017 snake_case TfJob, tensorflow.org and kubeflow.org TFJobs); an older one is
-converted first, and what the conversion changed is printed as warnings.
+		Short: "Submit a TfJob or MXJob and follow it to its end: replica states and every replica's log",
+		Long: `Run submits the TfJob or MXJob in FILE to the cluster of the current kubeconfig context and
+follows it until it ends. FILE may be in today's mlkube.io/v1beta1 form or in any older form
+devctl convert reads (the 2017 snake_case TfJob, tensorflow.org and kubeflow.org TFJobs; the
+fioravanzo.org and kubeflow.org MXJobs); an older one is converted first, and what the
+conversion changed is printed as warnings.
 
 Before anything is created, the apiserver checks the job (a server-side dry run): an invalid job
 is reported one cause per line, field path first, and nothing is created. A job of the same name
@@ -99,11 +100,17 @@ validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0)
 		Example: `  # run the sample distributed trainer and follow it to its end
   devctl run samples/tfjob-distributed.yaml
 
+  # the same trainer as an MXJob: a scheduler, two servers and two workers
+  devctl run samples/mxjob-distributed.yaml
+
   # run it again under the same name, deleting the last run first
   devctl run --replace samples/tfjob-distributed.yaml
 
   # a 2017 manifest: converted, with warnings, then run; the job is deleted once it has ended
   devctl run --rm samples/legacy/tfjob-2017.yaml
+
+  # an MXJob of the fork for MXNet (fioravanzo.org/v1alpha1), converted and run
+  devctl run samples/legacy/mxjob-fioravanzo.yaml
 
   # edit and re-run: every save submits the job again
   devctl run --watch --replace my-job.yaml
@@ -129,10 +136,11 @@ func logsCommand() *cobra.Command {
 	var opts commands.LogsOptions
 	cmd := &cobra.Command{
 		Use:   "logs JOB",
-		Short: "Show the logs of a TfJob's replicas, interleaved, each line prefixed with its replica",
-		Long: `Logs prints the log of every replica of the TfJob JOB (of the tensorflow container), interleaved
-in the order the lines were written, each line prefixed with its replica ("worker-1 | ..."), or
-only one replica's with --replica. It works on finished pods too: the default cleanPodPolicy,
+		Short: "Show the logs of a job's replicas, interleaved, each line prefixed with its replica",
+		Long: `Logs prints the log of every replica of the job JOB, a TfJob or an MXJob (of its tensorflow or
+mxnet container), interleaved in the order the lines were written, each line prefixed with its
+replica ("worker-1 | ..."), or only one replica's with --replica. JOB is found by its name among
+both kinds; when a TfJob and an MXJob have that name, --kind says which. It works on finished pods too: the default cleanPodPolicy,
 Running, keeps the pods that finished, so their logs stay readable after the job has ended (All
 deletes them).
 
@@ -147,7 +155,10 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
   devctl logs distributed --replica worker-1 -f
 
   # what worker-0 printed before the kubelet restarted it
-  devctl logs flaky --replica worker-0 --previous -n team-a`,
+  devctl logs flaky --replica worker-0 --previous -n team-a
+
+  # the scheduler of an MXJob that has a TfJob of the same name beside it
+  devctl logs mnist --kind mxjob --replica scheduler-0`,
 		Args: args(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Job = args[0]
@@ -156,6 +167,7 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the kubeconfig context's)")
+	f.StringVar(&opts.Kind, "kind", "", "the job's kind, tfjob or mxjob (default: whichever has a job named JOB)")
 	f.StringVar(&opts.Replica, "replica", "", "show only this replica, e.g. worker-1")
 	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep following until the job ends, including recreated pods")
 	f.BoolVar(&opts.Previous, "previous", false, "show each container's run before its last in-place restart")
@@ -165,17 +177,21 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 func convertCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
-		Short: "Print a TfJob manifest of an older API as today's mlkube.io/v1beta1 TfJob",
-		Long: `Convert reads the TfJob manifest in FILE ("-": the standard input) and prints it as today's
-mlkube.io/v1beta1 TfJob, in YAML, on stdout. It reads the 2017 mlkube.io/v1beta1 TfJob (snake_case
-replica_specs and its later camelCase form), tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1
-TfJobs, and kubeflow.org TFJobs v1alpha2 to v1 (tfReplicaSpecs); a current TfJob comes out as it
-went in. Everything the conversion changed, dropped or defaulted is printed on stderr, one
-"warning:" line each, so that the output can go straight to a file.
+		Short: "Print a TfJob or MXJob manifest of an older API as today's mlkube.io/v1beta1 job",
+		Long: `Convert reads the TfJob or MXJob manifest in FILE ("-": the standard input) and prints it as
+today's mlkube.io/v1beta1 TfJob or MXJob, in YAML, on stdout. For TfJob it reads the 2017
+mlkube.io/v1beta1 TfJob (snake_case replica_specs and its later camelCase form),
+tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1 TfJobs, and kubeflow.org TFJobs v1alpha2 to v1
+(tfReplicaSpecs). For MXJob it reads fioravanzo.org/v1alpha1 and kubeflow.org/v1alpha1 MXJobs
+(replicaSpecs with mxReplicaType, mxPort or PsRootPort) and kubeflow.org MXJobs v1alpha2 to v1
+(mxReplicaSpecs). A current job comes out as it went in. Everything the conversion changed,
+dropped or defaulted is printed on stderr, one "warning:" line each, so that the output can go
+straight to a file.
 
 devctl run converts the same way before it submits; convert shows what it would submit.
 Nothing is sent to a cluster.`,
 		Example: `  devctl convert samples/legacy/tfjob-2017.yaml
+  devctl convert samples/legacy/mxjob-fioravanzo.yaml
   devctl convert old-job.yaml > job.yaml && kubectl apply -f job.yaml`,
 		Args: args(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -237,11 +253,11 @@ func statusCommand() *cobra.Command {
 	name := commands.DefaultName
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster's nodes, the operator, the TfJob CRD and TfJobs by state",
+		Short: "Show the cluster's nodes, the operator, the TfJob CRD and TfJobs and MXJobs by state",
 		Long: `Status reports on the cluster through the kubeconfig kind keeps for it, whatever your current
 kubectl context is: whether each node is Ready, whether the operator Deployment is available and
-which version and image it runs, whether the TfJob CRD is established, and how many TfJobs are in
-each state across all namespaces. It fails only when it cannot look (no Docker, no cluster, no
+which version and image it runs, whether the TfJob CRD is established, and how many TfJobs and
+MXJobs are in each state across all namespaces. It fails only when it cannot look (no Docker, no cluster, no
 API server); what it finds unhealthy it reports.`,
 		Example: `  devctl status
   devctl status --name experiment`,

@@ -6,14 +6,17 @@ import (
 	"os"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/mlkube/mlkube/devctl/internal/convert"
+	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // convertManifest is convert.Convert; tests may put another in its place.
 var convertManifest = convert.Convert
 
-// Convert prints the TfJob of file, converted to today's API, as YAML on out; what the
+// Convert prints the job (TfJob or MXJob) of file, converted to today's API, as YAML on out; what the
 // conversion changed or dropped goes to status as warnings. file "-" is the standard input.
 func Convert(file string, stdin io.Reader, out, status io.Writer) error {
 	job, err := loadJob(file, stdin, status)
@@ -28,10 +31,10 @@ func Convert(file string, stdin io.Reader, out, status io.Writer) error {
 	return err
 }
 
-// loadJob reads the one TfJob of file, in any format the convert package reads, converts it
-// and prints its warnings ("warning: converted from ..."). What cannot be read or converted is
-// a usage error: there is nothing to run.
-func loadJob(file string, stdin io.Reader, status io.Writer) (*v1beta1.TfJob, error) {
+// loadJob reads the one job (TfJob or MXJob) of file, in any format the convert package reads,
+// converts it and prints its warnings ("warning: converted from ..."). What cannot be read or
+// converted is a usage error: there is nothing to run.
+func loadJob(file string, stdin io.Reader, status io.Writer) (client.Object, error) {
 	var data []byte
 	var err error
 	if file == "-" {
@@ -47,7 +50,7 @@ func loadJob(file string, stdin io.Reader, status io.Writer) (*v1beta1.TfJob, er
 		return nil, UsageError(fmt.Errorf("%s: %w", file, err))
 	}
 	if len(docs) != 1 {
-		return nil, UsageError(fmt.Errorf("%s holds %d documents; give one TfJob per file", file, len(docs)))
+		return nil, UsageError(fmt.Errorf("%s holds %d documents; give one TfJob or MXJob per file", file, len(docs)))
 	}
 	res, err := convertManifest(docs[0])
 	if err != nil {
@@ -58,7 +61,7 @@ func loadJob(file string, stdin io.Reader, status io.Writer) (*v1beta1.TfJob, er
 		named = named || strings.Contains(w, res.From)
 	}
 	if !named {
-		fmt.Fprintf(status, "warning: converted %s from %s to today's %s TfJob\n", file, res.From, v1beta1.GroupVersion)
+		fmt.Fprintf(status, "warning: converted %s from %s to today's %s %s\n", file, res.From, v1beta1.GroupVersion, follow.KindOf(res.Job).Name)
 	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(status, "warning: %s\n", w)

@@ -179,7 +179,7 @@ func setPod(t *testing.T, ns, name string, mutate func(*corev1.Pod)) {
 		mutate(&p)
 		if len(p.Status.ContainerStatuses) > 0 {
 			cs := &p.Status.ContainerStatuses[0]
-			cs.Name, cs.Image, cs.ImageID, cs.ContainerID = "tensorflow", "mlkube/trainer:test", "docker://sha256:0", "containerd://"+p.Name
+			cs.Name, cs.Image, cs.ImageID, cs.ContainerID = p.Spec.Containers[0].Name, "mlkube/trainer:test", "docker://sha256:0", "containerd://"+p.Name
 		}
 		err := k8s.Status().Update(context.Background(), &p)
 		if err == nil {

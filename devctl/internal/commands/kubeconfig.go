@@ -17,12 +17,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // current is the cluster of the current kubeconfig context, the one kubectl uses (devctl up
 // makes it the kind cluster's), for the commands that work on jobs: run and logs.
 type current struct {
+	// resources are the mlkube.io/v1beta1 resources the cluster serves: tfjobs, mxjobs.
+	resources []metav1.APIResource
 	// Context names the kubeconfig context; Namespace is its namespace, "default" when it sets
 	// none.
 	Context, Namespace string
@@ -32,8 +35,8 @@ type current struct {
 	Kube               kubernetes.Interface
 }
 
-// connectCurrent connects to the cluster of the current context and checks that it answers and
-// serves TfJobs; the errors say what to do.
+// connectCurrent connects to the cluster of the current context and checks that it answers;
+// serves says whether it serves a kind of job. The errors say what to do.
 func connectCurrent(ctx context.Context) (*current, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
@@ -65,12 +68,13 @@ func connectCurrent(ctx context.Context) (*current, error) {
 	if _, err := dc.ServerVersion(); err != nil {
 		return nil, fmt.Errorf("no cluster answers at context %s (%s): run `make up` first", raw.CurrentContext, oneLine(err))
 	}
+	var served []metav1.APIResource
 	resources, err := dc.ServerResourcesForGroupVersion(v1beta1.GroupVersion.String())
-	if apierrors.IsNotFound(err) || (err == nil && !serves(resources.APIResources, "tfjobs")) {
-		return nil, fmt.Errorf("TfJob CRD not installed in the cluster at context %s: run devctl up", raw.CurrentContext)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("asking the cluster at context %s about TfJobs: %w", raw.CurrentContext, err)
+	switch {
+	case err == nil:
+		served = resources.APIResources
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("asking the cluster at context %s about mlkube's jobs: %w", raw.CurrentContext, err)
 	}
 
 	scheme := runtime.NewScheme()
@@ -87,16 +91,17 @@ func connectCurrent(ctx context.Context) (*current, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &current{Context: raw.CurrentContext, Namespace: ns, Config: cfg, Scheme: scheme, Client: cl, Kube: kube}, nil
+	return &current{Context: raw.CurrentContext, Namespace: ns, Config: cfg, Scheme: scheme, Client: cl, Kube: kube, resources: served}, nil
 }
 
-func serves(list []metav1.APIResource, name string) bool {
-	for _, r := range list {
-		if r.Name == name {
-			return true
+// serves says, as an error to show, when the cluster does not serve jobs of the kind.
+func (c *current) serves(kind *follow.Kind) error {
+	for _, r := range c.resources {
+		if r.Name == kind.Label+"s" {
+			return nil
 		}
 	}
-	return false
+	return fmt.Errorf("%s CRD not installed in the cluster at context %s: run devctl up", kind.Name, c.Context)
 }
 
 func oneLine(err error) string {

@@ -12,19 +12,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 // LogsOptions are the settings of `devctl logs`.
 type LogsOptions struct {
 	Job string
+	// Kind is the job's kind ("tfjob", "mxjob"); empty: whichever kind has a job of that name.
+	Kind string
 	// Namespace is the job's; empty: the context's.
 	Namespace string
 	// Replica, when set, shows only that replica ("worker-1").
@@ -50,23 +48,20 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 	if o.Namespace == "" {
 		o.Namespace = cl.Namespace
 	}
-	var job v1beta1.TfJob
-	err = cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Job}, &job)
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("no tfjob/%s in namespace %s (context %s)", o.Job, o.Namespace, cl.Context)
-	}
+	job, err := findJob(ctx, cl, o)
 	if err != nil {
 		return err
 	}
-	names := follow.ReplicaNames(&job)
+	ref := follow.Ref(job)
+	names := follow.ReplicaNames(job)
 	if o.Replica != "" && !slices.Contains(names, o.Replica) {
-		return UsageError(fmt.Errorf("tfjob/%s has no replica %s; it has %s", o.Job, o.Replica, strings.Join(names, ", ")))
+		return UsageError(fmt.Errorf("%s has no replica %s; it has %s", ref, o.Replica, strings.Join(names, ", ")))
 	}
-	printer := follow.NewPrinter(&job, colorful(out), colorful(status))
+	printer := follow.NewPrinter(job, colorful(out), colorful(status))
 	src := newLogSource(cl.Kube)
 	if o.Follow {
 		_, err := follow.Follow(ctx, follow.Options{
-			Config: cl.Config, Scheme: cl.Scheme, Job: &job, Logs: src, Out: out, Status: status,
+			Config: cl.Config, Scheme: cl.Scheme, Job: job, Logs: src, Out: out, Status: status,
 			Replica: o.Replica, Printer: printer,
 		})
 		if follow.IsInterrupted(err) && ctx.Err() != nil {
@@ -75,7 +70,7 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 		return err
 	}
 
-	pods, err := replicaPods(ctx, cl.Client, &job, o.Replica)
+	pods, err := replicaPods(ctx, cl.Client, job, o.Replica)
 	if err != nil {
 		return err
 	}
@@ -84,7 +79,7 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 		if o.Replica != "" {
 			what = "pod for " + o.Replica
 		}
-		return fmt.Errorf("tfjob/%s has no %s (cleanPodPolicy All deletes them when the job ends; Running keeps finished ones)", o.Job, what)
+		return fmt.Errorf("%s has no %s (cleanPodPolicy All deletes them when the job ends; Running keeps finished ones)", ref, what)
 	}
 	m := &follow.Merger{Out: out, Format: func(l follow.Line) string { return printer.LogLine(l.Replica, l.Text) }}
 	shown := 0
@@ -107,15 +102,59 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 	return nil
 }
 
+// findJob finds the job o names: of o.Kind, else of whichever kind has a job of that name. Two
+// jobs of that name (a TfJob and an MXJob) are a usage error that asks for --kind.
+func findJob(ctx context.Context, cl *current, o LogsOptions) (client.Object, error) {
+	kinds := follow.Kinds
+	if o.Kind != "" {
+		kind := follow.KindNamed(o.Kind)
+		if kind == nil {
+			return nil, UsageError(fmt.Errorf("--kind %s: it is tfjob or mxjob", o.Kind))
+		}
+		if err := cl.serves(kind); err != nil {
+			return nil, err
+		}
+		kinds = []*follow.Kind{kind}
+	}
+	var found []client.Object
+	var refs []string
+	served := 0
+	for _, kind := range kinds {
+		refs = append(refs, kind.Ref(o.Job))
+		if o.Kind == "" && cl.serves(kind) != nil {
+			continue
+		}
+		served++
+		job := kind.New()
+		err := cl.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Job}, job)
+		switch {
+		case err == nil:
+			found = append(found, job)
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	switch len(found) {
+	case 0:
+		if served == 0 {
+			return nil, cl.serves(follow.TfJob)
+		}
+		return nil, fmt.Errorf("no %s in namespace %s (context %s)", strings.Join(refs, " or "), o.Namespace, cl.Context)
+	case 1:
+		return found[0], nil
+	}
+	return nil, UsageError(fmt.Errorf("both %s exist in namespace %s: say which with --kind %s or --kind %s",
+		strings.Join(refs, " and "), o.Namespace, follow.KindOf(found[0]).Label, follow.KindOf(found[1]).Label))
+}
+
 // replicaPods lists the job's replica pods (one replica's with replica), in spec order.
-func replicaPods(ctx context.Context, c client.Client, job *v1beta1.TfJob, replica string) ([]corev1.Pod, error) {
-	isReplica, err := labels.NewRequirement(replicajob.LabelReplicaType, selection.Exists, nil)
+func replicaPods(ctx context.Context, c client.Client, job client.Object, replica string) ([]corev1.Pod, error) {
+	sel, err := follow.PodSelector(follow.KindOf(job), job.GetName())
 	if err != nil {
 		return nil, err
 	}
-	sel := labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: job.Name}).Add(*isReplica)
 	var list corev1.PodList
-	if err := c.List(ctx, &list, client.InNamespace(job.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(job.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err
 	}
 	order := map[string]int{}
@@ -124,7 +163,7 @@ func replicaPods(ctx context.Context, c client.Client, job *v1beta1.TfJob, repli
 	}
 	var pods []corev1.Pod
 	for _, p := range list.Items {
-		if owner := metav1.GetControllerOf(&p); owner == nil || owner.UID != job.UID {
+		if owner := metav1.GetControllerOf(&p); owner == nil || owner.UID != job.GetUID() {
 			continue
 		}
 		if r := follow.ReplicaOf(&p); replica == "" || r == replica {

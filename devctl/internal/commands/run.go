@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +21,8 @@ import (
 
 // RunOptions are the settings of `devctl run`.
 type RunOptions struct {
-	// File holds the TfJob, in any format the convert package reads; "-" is the standard input.
+	// File holds the job (a TfJob or an MXJob), in any format the convert package reads; "-" is
+	// the standard input.
 	File  string
 	Stdin io.Reader
 	// Namespace overrides the manifest's; empty: the manifest's, else the context's.
@@ -42,7 +44,7 @@ type RunOptions struct {
 // errTimeout is the cause of the context that --timeout ends.
 var errTimeout = errors.New("--timeout passed")
 
-// Run submits the TfJob of o.File to the cluster of the current kubeconfig context and follows
+// Run submits the job (TfJob or MXJob) of o.File to the cluster of the current kubeconfig context and follows
 // it until it ends: replica states and the job's status on status, every replica's log on out.
 // The error carries the exit code (ExitError): nil when the job succeeded, ExitFailed when it
 // failed, ExitUsage when there was nothing valid to submit, ExitTimeout and ExitInterrupted when
@@ -68,6 +70,9 @@ func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
 	}
 	cl, err := connectCurrent(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cl.serves(follow.KindOf(job)); err != nil {
 		return err
 	}
 	r := &runner{o: o, cl: cl, out: out, status: status, logColor: colorful(out), stateColor: colorful(status)}
@@ -109,14 +114,14 @@ func (r *runner) say(format string, args ...any) {
 
 // setNamespace puts the job in --namespace, else the manifest's namespace, else the context's;
 // a manifest and a flag that disagree are a usage error, as with kubectl.
-func (r *runner) setNamespace(job *v1beta1.TfJob) error {
+func (r *runner) setNamespace(job client.Object) error {
 	switch {
-	case r.o.Namespace != "" && job.Namespace != "" && job.Namespace != r.o.Namespace:
-		return UsageError(fmt.Errorf("%s puts tfjob/%s in namespace %s, but --namespace says %s: drop one of them", r.o.File, job.Name, job.Namespace, r.o.Namespace))
+	case r.o.Namespace != "" && job.GetNamespace() != "" && job.GetNamespace() != r.o.Namespace:
+		return UsageError(fmt.Errorf("%s puts %s in namespace %s, but --namespace says %s: drop one of them", r.o.File, follow.Ref(job), job.GetNamespace(), r.o.Namespace))
 	case r.o.Namespace != "":
-		job.Namespace = r.o.Namespace
-	case job.Namespace == "":
-		job.Namespace = r.cl.Namespace
+		job.SetNamespace(r.o.Namespace)
+	case job.GetNamespace() == "":
+		job.SetNamespace(r.cl.Namespace)
 	}
 	return nil
 }
@@ -124,81 +129,92 @@ func (r *runner) setNamespace(job *v1beta1.TfJob) error {
 // validate has the apiserver check the job without creating it (a server-side dry run): the
 // CRD's schema and rules, the same checks a real create runs. A job of the same name existing
 // is no reason to refuse this one: the apiserver validates before it looks for it.
-func (r *runner) validate(ctx context.Context, job *v1beta1.TfJob) error {
-	err := r.cl.Client.Create(ctx, job.DeepCopy(), client.DryRunAll)
+func (r *runner) validate(ctx context.Context, job client.Object) error {
+	err := r.cl.Client.Create(ctx, copyOf(job), client.DryRunAll)
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return nil
 	case invalidCauses(err) != nil:
-		return UsageError(fmt.Errorf("tfjob/%s in %s is invalid; nothing was created:\n  %s", job.Name, r.o.File, strings.Join(invalidCauses(err), "\n  ")))
+		return UsageError(fmt.Errorf("%s in %s is invalid; nothing was created:\n  %s", follow.Ref(job), r.o.File, strings.Join(invalidCauses(err), "\n  ")))
 	case apierrors.IsNotFound(err):
-		return UsageError(fmt.Errorf("namespace %s does not exist in the cluster at context %s: kubectl create namespace %s, or pick another with --namespace", job.Namespace, r.cl.Context, job.Namespace))
+		ns := job.GetNamespace()
+		return UsageError(fmt.Errorf("namespace %s does not exist in the cluster at context %s: kubectl create namespace %s, or pick another with --namespace", ns, r.cl.Context, ns))
 	}
 	return err
 }
 
+// copyOf is a deep copy of a job, to hand to a call that writes into it.
+func copyOf(job client.Object) client.Object { return job.DeepCopyObject().(client.Object) }
+
 // submit creates the job. One of the same name is an error unless why names the flag that
 // replaces it: then it is deleted, with its pods (foreground), and gone, before the create.
-func (r *runner) submit(ctx context.Context, job *v1beta1.TfJob, why string) (*v1beta1.TfJob, error) {
+func (r *runner) submit(ctx context.Context, job client.Object, why string) (client.Object, error) {
+	ref := follow.Ref(job)
 	for attempt := 0; ; attempt++ {
-		created := job.DeepCopy()
+		created := copyOf(job)
 		r.submitted = time.Now()
 		err := r.cl.Client.Create(ctx, created)
 		switch {
 		case err == nil:
-			r.say("created tfjob/%s in namespace %s (context %s)", created.Name, created.Namespace, r.cl.Context)
+			r.say("created %s in namespace %s (context %s)", ref, created.GetNamespace(), r.cl.Context)
 			return created, nil
 		case apierrors.IsAlreadyExists(err) && why == "":
-			return nil, UsageError(fmt.Errorf("tfjob/%s already exists in namespace %s: --replace deletes it, with its pods, and creates it again", job.Name, job.Namespace))
+			return nil, UsageError(fmt.Errorf("%s already exists in namespace %s: --replace deletes it, with its pods, and creates it again", ref, job.GetNamespace()))
 		case apierrors.IsAlreadyExists(err) && attempt < 3:
-			if err := r.deleteAndWait(ctx, job.Namespace, job.Name, why); err != nil {
+			if err := r.deleteAndWait(ctx, follow.KindOf(job), job.GetNamespace(), job.GetName(), why); err != nil {
 				return nil, err
 			}
 		case invalidCauses(err) != nil:
-			return nil, UsageError(fmt.Errorf("tfjob/%s is invalid; nothing was created:\n  %s", job.Name, strings.Join(invalidCauses(err), "\n  ")))
+			return nil, UsageError(fmt.Errorf("%s is invalid; nothing was created:\n  %s", ref, strings.Join(invalidCauses(err), "\n  ")))
 		default:
-			return nil, fmt.Errorf("creating tfjob/%s: %w", job.Name, err)
+			return nil, fmt.Errorf("creating %s: %w", ref, err)
 		}
 	}
 }
 
-// deleteAndWait deletes the job with foreground propagation, so that its pods go first, and
-// watches until it is gone.
-func (r *runner) deleteAndWait(ctx context.Context, ns, name, why string) error {
+// deleteAndWait deletes the job of the kind with foreground propagation, so that its pods go
+// first, and watches until it is gone.
+func (r *runner) deleteAndWait(ctx context.Context, kind *follow.Kind, ns, name, why string) error {
+	ref := kind.Ref(name)
 	wctx, cancel := context.WithTimeout(ctx, r.o.DeleteWait)
 	defer cancel()
 	failed := func(err error) error {
 		if ctx.Err() == nil && wctx.Err() != nil {
-			return fmt.Errorf("tfjob/%s is still being deleted after %s: its pods may not stop (kubectl get pods -n %s -l mlkube.io/job-name=%s)", name, r.o.DeleteWait, ns, name)
+			return fmt.Errorf("%s is still being deleted after %s: its pods may not stop (kubectl get pods -n %s -l mlkube.io/job-name=%s,mlkube.io/job-kind=%s)", ref, r.o.DeleteWait, ns, name, kind.Label)
 		}
 		return err
 	}
 	started := time.Now()
 	said := false
 	for {
-		var list v1beta1.TfJobList
-		if err := r.cl.Client.List(wctx, &list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name}); err != nil {
+		list := kind.NewList()
+		if err := r.cl.Client.List(wctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name}); err != nil {
 			return failed(err)
 		}
-		if len(list.Items) == 0 {
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return failed(err)
+		}
+		if len(items) == 0 {
 			if said {
-				r.say("deleted tfjob/%s and its pods (%s)", name, steps.Duration(time.Since(started)))
+				r.say("deleted %s and its pods (%s)", ref, steps.Duration(time.Since(started)))
 			}
 			return nil
 		}
-		old := &list.Items[0]
+		old := items[0].(client.Object)
 		if !said {
-			r.say("deleting tfjob/%s (%s) and waiting until it and its pods are gone ...", name, why)
+			r.say("deleting %s (%s) and waiting until it and its pods are gone ...", ref, why)
 			said = true
 		}
-		if old.DeletionTimestamp == nil {
-			err := r.cl.Client.Delete(wctx, old, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &old.UID})
+		if old.GetDeletionTimestamp() == nil {
+			uid := old.GetUID()
+			err := r.cl.Client.Delete(wctx, old, client.PropagationPolicy(metav1.DeletePropagationForeground), client.Preconditions{UID: &uid})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return failed(fmt.Errorf("deleting tfjob/%s: %w", name, err))
+				return failed(fmt.Errorf("deleting %s: %w", ref, err))
 			}
 		}
-		w, err := r.cl.Client.Watch(wctx, &v1beta1.TfJobList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name},
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		w, err := r.cl.Client.Watch(wctx, kind.NewList(), client.InNamespace(ns), client.MatchingFields{"metadata.name": name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		if err != nil {
 			return failed(err)
 		}
@@ -208,7 +224,7 @@ func (r *runner) deleteAndWait(ctx context.Context, ns, name, why string) error 
 			return failed(err)
 		}
 		if gone {
-			r.say("deleted tfjob/%s and its pods (%s)", name, steps.Duration(time.Since(started)))
+			r.say("deleted %s and its pods (%s)", ref, steps.Duration(time.Since(started)))
 			return nil
 		}
 		// The watch ended early (the apiserver closes them now and then): look again.
@@ -216,7 +232,7 @@ func (r *runner) deleteAndWait(ctx context.Context, ns, name, why string) error 
 }
 
 // waitDeleted reads the watch until it reports old deleted (true), or it ends (false).
-func waitDeleted(ctx context.Context, w watch.Interface, old *v1beta1.TfJob) bool {
+func waitDeleted(ctx context.Context, w watch.Interface, old client.Object) bool {
 	for {
 		select {
 		case <-ctx.Done():
@@ -225,14 +241,14 @@ func waitDeleted(ctx context.Context, w watch.Interface, old *v1beta1.TfJob) boo
 			if !ok || ev.Type == watch.Error {
 				return false
 			}
-			if job, isJob := ev.Object.(*v1beta1.TfJob); isJob && ev.Type == watch.Deleted && job.UID == old.UID {
+			if job, isJob := ev.Object.(client.Object); isJob && ev.Type == watch.Deleted && job.GetUID() == old.GetUID() {
 				return true
 			}
 		}
 	}
 }
 
-func (r *runner) follow(ctx context.Context, job *v1beta1.TfJob) (*follow.Result, error) {
+func (r *runner) follow(ctx context.Context, job client.Object) (*follow.Result, error) {
 	return follow.Follow(ctx, follow.Options{
 		Config: r.cl.Config, Scheme: r.cl.Scheme, Job: job, MatchUID: true,
 		States: true, Status: r.status, Logs: newLogSource(r.cl.Kube), Out: r.out,
@@ -243,47 +259,48 @@ func (r *runner) follow(ctx context.Context, job *v1beta1.TfJob) (*follow.Result
 
 // report says how the job ended and deletes it with --rm: nil when it succeeded, an ExitError
 // with the Failed condition's message when it failed.
-func (r *runner) report(ctx context.Context, job *v1beta1.TfJob, res *follow.Result, err error) error {
+func (r *runner) report(ctx context.Context, job client.Object, res *follow.Result, err error) error {
 	if err != nil && (res == nil || !res.Ended) {
 		return err
 	}
+	ref := follow.Ref(job)
 	if res.Deleted || !res.Ended {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("tfjob/%s was deleted before it ended", job.Name)}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s was deleted before it ended", ref)}
 	}
 	took := steps.Duration(time.Since(r.submitted))
 	final := res.Job
 	defer r.remove(ctx, final)
-	if final.Status.State == v1beta1.JobStateSucceeded {
+	if follow.StatusOf(final).State == v1beta1.JobStateSucceeded {
 		msg := ""
 		if c := follow.Condition(final, v1beta1.JobSucceeded); c != nil {
 			msg = ": " + c.Message
 		}
-		r.say("tfjob/%s Succeeded in %s%s", job.Name, took, msg)
+		r.say("%s Succeeded in %s%s", ref, took, msg)
 		return nil
 	}
 	msg := "no Failed condition"
 	if c := follow.Condition(final, v1beta1.JobFailed); c != nil {
 		msg = c.Message
 	}
-	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("tfjob/%s Failed after %s: %s", job.Name, took, msg)}
+	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s Failed after %s: %s", ref, took, msg)}
 }
 
 // remove deletes the ended job with --rm.
-func (r *runner) remove(ctx context.Context, job *v1beta1.TfJob) {
+func (r *runner) remove(ctx context.Context, job client.Object) {
 	if !r.o.Rm {
 		return
 	}
 	err := r.cl.Client.Delete(context.WithoutCancel(ctx), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
-		r.say("warning: --rm: deleting tfjob/%s: %v", job.Name, err)
+		r.say("warning: --rm: deleting %s: %v", follow.Ref(job), err)
 		return
 	}
-	r.say("deleted tfjob/%s (--rm)", job.Name)
+	r.say("deleted %s (--rm)", follow.Ref(job))
 }
 
 // interrupted explains following that stopped before the job ended: Ctrl-C (the job goes on)
 // or --timeout. Any other error is returned as it is.
-func (r *runner) interrupted(ctx context.Context, job *v1beta1.TfJob, err error) error {
+func (r *runner) interrupted(ctx context.Context, job client.Object, err error) error {
 	if ctx.Err() == nil {
 		return err
 	}
@@ -294,16 +311,26 @@ func (r *runner) interrupted(ctx context.Context, job *v1beta1.TfJob, err error)
 		return &ExitError{Code: ExitInterrupted, Err: errors.New("interrupted before the job was submitted")}
 	}
 	if context.Cause(ctx) == errTimeout {
-		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("stopped following after --timeout %s; tfjob/%s goes on: %s to follow again", r.o.Timeout, job.Name, r.logsHint(job))}
+		return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("stopped following after --timeout %s; %s goes on: %s to follow again", r.o.Timeout, follow.Ref(job), r.logsHint(job))}
 	}
-	r.say("left tfjob/%s running; %s to follow again", job.Name, r.logsHint(job))
+	r.say("left %s running; %s to follow again", follow.Ref(job), r.logsHint(job))
 	return &ExitError{Code: ExitInterrupted}
 }
 
-func (r *runner) logsHint(job *v1beta1.TfJob) string {
-	hint := "devctl logs " + job.Name + " -f"
-	if job.Namespace != r.cl.Namespace {
-		hint += " -n " + job.Namespace
+// logsHint is the command that follows the job again. devctl logs finds a job by its name, so
+// the hint names the kind only when a job of another kind has the same name.
+func (r *runner) logsHint(job client.Object) string {
+	hint := "devctl logs " + job.GetName() + " -f"
+	if job.GetNamespace() != r.cl.Namespace {
+		hint += " -n " + job.GetNamespace()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kind := follow.KindOf(job)
+	for _, other := range follow.Kinds {
+		if other != kind && r.cl.serves(other) == nil && r.cl.Client.Get(ctx, client.ObjectKeyFromObject(job), other.New()) == nil {
+			return hint + " --kind " + kind.Label
+		}
 	}
 	return hint
 }

@@ -13,16 +13,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
+	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // Status reports on the cluster through the kubeconfig kind keeps for it, whatever the current
-// context (any kind cluster of that name, made by devctl or not): its nodes, the operator, the TfJob CRD and the TfJobs by state. It fails only when it
-// cannot look (no Docker, no cluster, no API server); what it finds unhealthy it reports.
+// context (any kind cluster of that name, made by devctl or not): its nodes, the operator, the
+// TfJob CRD, and the TfJobs and MXJobs by state. It fails only when it cannot look (no Docker,
+// no cluster, no API server); what it finds unhealthy it reports.
 func Status(ctx context.Context, name string, out io.Writer) error {
 	if _, err := kindcluster.CheckDocker(ctx); err != nil {
 		return err
@@ -60,11 +63,14 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 		fmt.Fprintf(w, "%s\t%s  %s  %s\n", label, n.Name, nodeReady(n), n.Status.NodeInfo.KubeletVersion)
 	}
 	fmt.Fprintf(w, "Operator\t%s\n", operatorHealth(ctx, kube))
+	fmt.Fprintf(w, "nodeprobe\t%s\n", nodeprobeHealth(ctx, kube))
+	fmt.Fprintf(w, "GPUs\t%s\n", gpuHealth(ctx, kube, nodes.Items))
 	crdLine, served := crdHealth(ctx, kube)
 	fmt.Fprintf(w, "TfJob CRD\t%s\n", crdLine)
 	if served {
-		fmt.Fprintf(w, "TfJobs\t%s\n", tfjobsByState(ctx, kube))
+		fmt.Fprintf(w, "TfJobs\t%s\n", jobsByState(ctx, kube, follow.TfJob))
 	}
+	fmt.Fprintf(w, "MXJobs\t%s\n", jobsByState(ctx, kube, follow.MXJob))
 	return w.Flush()
 }
 
@@ -143,22 +149,34 @@ func crdHealth(ctx context.Context, kube *clients) (string, bool) {
 	return "established, serving " + strings.Join(versions, ", "), true
 }
 
-func tfjobsByState(ctx context.Context, kube *clients) string {
-	var jobs v1beta1.TfJobList
-	if err := kube.List(ctx, &jobs); err != nil {
+// jobsByState counts the jobs of a kind in every namespace by state.
+func jobsByState(ctx context.Context, kube *clients, kind *follow.Kind) string {
+	list := kind.NewList()
+	err := kube.List(ctx, list)
+	switch {
+	case apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return kind.Name + " CRD not installed (run `devctl up`)"
+	case err != nil:
 		return "cannot list: " + err.Error()
 	}
-	if len(jobs.Items) == 0 {
-		return "none"
+	switch list := list.(type) {
+	case *v1beta1.TfJobList:
+		return countStates(list.Items)
+	case *v1beta1.MXJobList:
+		return countStates(list.Items)
 	}
-	return countStates(jobs.Items)
+	return "cannot count a " + fmt.Sprintf("%T", list)
 }
 
-// countStates summarizes jobs by status.state, in a fixed order: "1 Running, 2 Succeeded".
-func countStates(jobs []v1beta1.TfJob) string {
+// countStates summarizes jobs of either kind by status.state, in a fixed order: "1 Running, 2
+// Succeeded"; "none" when there are none.
+func countStates[J v1beta1.TfJob | v1beta1.MXJob](jobs []J) string {
+	if len(jobs) == 0 {
+		return "none"
+	}
 	counts := map[string]int{}
-	for _, j := range jobs {
-		state := string(j.Status.State)
+	for i := range jobs {
+		state := string(follow.StatusOf(any(&jobs[i]).(client.Object)).State)
 		if state == "" {
 			state = "New"
 		}

@@ -29,13 +29,14 @@ type UpOptions struct {
 	Config string
 	// NodeImage, when set, overrides the node image of the config.
 	NodeImage string
-	// Wait bounds each wait: for the control plane, then for the operator.
+	// Wait bounds each wait: for the control plane, the operator, nodeprobe.
 	Wait time.Duration
 }
 
-// Up makes sure a kind cluster runs with the operator built from the checkout's source: each
-// step is skipped when its work is already done, so a second run on an unchanged checkout only
-// rebuilds (from Go's cache) and compares. Status lines go to status, the summary to out.
+// Up makes sure a kind cluster runs with the operator and nodeprobe built from the checkout's
+// source: each step is skipped when its work is already done, so a second run on an unchanged
+// checkout only rebuilds (from Go's cache) and compares. Status lines go to status, the summary
+// to out.
 func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 	root, err := repoRoot()
 	if err != nil {
@@ -49,10 +50,11 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 		steps.Step{Name: "Building images", Run: u.buildImages},
 		steps.Step{Name: "Loading images into the nodes", Run: u.loadImages},
 		steps.Step{Name: "Applying the operator manifests", Run: u.applyOperator},
-		// nodeprobe does not exist yet. When it does: add its image to images.Ours, and a step
-		// here that applies its manifests (an embedded kustomization like operator/config),
-		// swapping in its built image as applyOperator does for the operator.
 		steps.Step{Name: "Waiting for the operator", Run: u.waitOperator},
+		// nodeprobe after the operator: its manifests need the operator's namespace and the
+		// accelerator ConfigMap it fills.
+		steps.Step{Name: "Applying the nodeprobe manifests", Run: u.applyNodeprobe},
+		steps.Step{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
 	)
 	if err != nil {
 		return err
@@ -221,9 +223,16 @@ func (u *up) applyOperator(ctx context.Context) error {
 	if u.kube, err = connect(u.cluster); err != nil {
 		return err
 	}
+	objs, kept, err := withoutLiveAcceleratorConfig(ctx, u.kube, objs)
+	if err != nil {
+		return err
+	}
 	applied, err := manifests.Apply(ctx, u.kube, objs)
 	if err != nil {
 		return err
+	}
+	if kept {
+		return steps.Done("Applied the operator manifests: %s; kept the accelerator config (nodeprobe's)", applied)
 	}
 	return steps.Done("Applied the operator manifests: %s", applied)
 }
@@ -256,14 +265,7 @@ func (u *up) waitOperator(ctx context.Context) error {
 	return fmt.Errorf("the operator is not ready after %s: %w\n%s", u.opts.Wait, err, strings.TrimRight(diagnosis, "\n"))
 }
 
-func (u *up) operatorImage() string {
-	for _, b := range u.built {
-		if b.Name == "mlkube/operator" {
-			return b.Ref.String()
-		}
-	}
-	return operatorDevImage
-}
+func (u *up) operatorImage() string { return u.image("mlkube/operator", operatorDevImage) }
 
 func (u *up) summary(out io.Writer) {
 	flag := ""
@@ -272,6 +274,7 @@ func (u *up) summary(out io.Writer) {
 	}
 	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", u.opts.Name, u.cluster.Context())
 	fmt.Fprintf(out, "  operator %s, image %s\n", u.version, u.operatorImage())
+	fmt.Fprintf(out, "  nodeprobe on every node, image %s (what it found: devctl status%s)\n", u.image("mlkube/nodeprobe", nodeprobeDevImage), flag)
 	fmt.Fprintf(out, "\nNext:\n  kubectl get tfjobs\n  devctl status%s\n  devctl down%s\n", flag, flag)
 }
 

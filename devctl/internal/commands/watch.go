@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // watch follows job and, each time the file changes and still holds a valid job, deletes the
 // job (with its pods, waiting until they are gone) and submits the new one, then follows that.
 // It ends only with ctx: Ctrl-C (nil: --watch is ended that way) or --timeout (ExitTimeout).
-func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
+func (r *runner) watch(ctx context.Context, job client.Object) error {
 	changes, err := fileChanges(ctx, r.o.File, r.o.Debounce)
 	if err != nil {
 		return err
@@ -27,12 +27,12 @@ func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
 	for {
 		fctx, stop := context.WithCancel(ctx)
 		results := make(chan followed, 1)
-		go func(job *v1beta1.TfJob) {
+		go func(job client.Object) {
 			res, err := r.follow(fctx, job)
 			results <- followed{res, err}
 		}(job)
 		following := true
-		var next *v1beta1.TfJob
+		var next client.Object
 		for next == nil {
 			select {
 			case f := <-results:
@@ -48,7 +48,7 @@ func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
 				cand, err := r.prepare(ctx)
 				if err != nil {
 					r.say("error: %v", err)
-					r.say("kept tfjob/%s as it is; waiting for %s to change again", job.Name, r.o.File)
+					r.say("kept %s as it is; waiting for %s to change again", follow.Ref(job), r.o.File)
 					continue
 				}
 				stop()
@@ -56,8 +56,8 @@ func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
 					<-results
 					following = false
 				}
-				if cand.Name != job.Name || cand.Namespace != job.Namespace {
-					if err := r.deleteAndWait(ctx, job.Namespace, job.Name, "--watch"); err != nil {
+				if follow.Ref(cand) != follow.Ref(job) || cand.GetNamespace() != job.GetNamespace() {
+					if err := r.deleteAndWait(ctx, follow.KindOf(job), job.GetNamespace(), job.GetName(), "--watch"); err != nil {
 						return r.interrupted(ctx, nil, err)
 					}
 				}
@@ -75,7 +75,7 @@ func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
 				stop()
 				if following {
 					<-results
-					r.say("left tfjob/%s running; %s to follow again", job.Name, r.logsHint(job))
+					r.say("left %s running; %s to follow again", follow.Ref(job), r.logsHint(job))
 				}
 				if context.Cause(ctx) == errTimeout {
 					return &ExitError{Code: ExitTimeout, Err: fmt.Errorf("stopped watching after --timeout %s", r.o.Timeout)}
@@ -89,9 +89,12 @@ func (r *runner) watch(ctx context.Context, job *v1beta1.TfJob) error {
 }
 
 // prepare reads the file again, converts it and has the apiserver validate the job.
-func (r *runner) prepare(ctx context.Context) (*v1beta1.TfJob, error) {
+func (r *runner) prepare(ctx context.Context) (client.Object, error) {
 	job, err := loadJob(r.o.File, nil, r.status)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.cl.serves(follow.KindOf(job)); err != nil {
 		return nil, err
 	}
 	if err := r.setNamespace(job); err != nil {

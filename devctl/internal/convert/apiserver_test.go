@@ -52,8 +52,8 @@ func TestSamplesPassValidation(t *testing.T) {
 	}
 	for _, s := range all {
 		t.Run(s.path, func(t *testing.T) {
-			job := s.res.Job.DeepCopy()
-			job.Namespace = ns
+			job := s.res.Job.DeepCopyObject().(client.Object)
+			job.SetNamespace(ns)
 			if err := k8s.Create(ctx, job, client.DryRunAll); err != nil {
 				t.Errorf("the apiserver refuses samples/%s: %v", s.path, err)
 			}
@@ -70,7 +70,7 @@ func TestSamplesPassValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := res.Job.DeepCopy()
+	job := tf(res).DeepCopy()
 	job.Namespace = ns
 	err = k8s.Create(ctx, job, client.DryRunAll)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "needs a container named 'tensorflow'") {

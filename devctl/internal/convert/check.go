@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -13,7 +15,7 @@ import (
 // replica decides, how groups merge, what the training container is called) that the old
 // operator did not make either.
 func check(job *v1beta1.TfJob, w *warnings) {
-	checkName(job, w)
+	checkName(job, "TfJob", w)
 
 	count := map[v1beta1.TfReplicaType]int{}
 	for _, r := range job.Spec.ReplicaSpecs {
@@ -47,14 +49,15 @@ func check(job *v1beta1.TfJob, w *warnings) {
 // dns1035 is the CRD's rule for job names: they prefix the replica services' names.
 var dns1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 
-func checkName(job *v1beta1.TfJob, w *warnings) {
-	name := job.Name
+// checkName warns of a name today's CRDs refuse; kind names the job's kind in the message.
+func checkName(job metav1.Object, kind string, w *warnings) {
+	name := job.GetName()
 	switch {
-	case name == "" && job.GenerateName == "":
+	case name == "" && job.GetGenerateName() == "":
 		w.add("metadata.name is unset: give the job a name")
 	case name == "":
 	case len(name) > 48:
-		w.add("metadata.name %q is %d characters long: today's TfJob allows 48 (each replica's service is named <name>-<type>-<index>, and service names stop at 63); shorten it", name, len(name))
+		w.add("metadata.name %q is %d characters long: today's %s allows 48 (each replica's service is named <name>-<type>-<index>, and service names stop at 63); shorten it", name, len(name), kind)
 	case !dns1035.MatchString(name):
 		w.add("metadata.name %q must start with a letter and hold only lower-case letters, digits and '-' (it prefixes the replica services' names); rename the job", name)
 	}

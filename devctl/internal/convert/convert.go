@@ -1,5 +1,6 @@
-// Package convert turns TfJob manifests written for earlier TensorFlow operators into today's
-// mlkube.io/v1beta1 TfJob, so that `devctl run` and `devctl convert` accept them. It reads:
+// Package convert turns job manifests written for earlier TensorFlow and MXNet operators into
+// today's mlkube.io/v1beta1 TfJob and MXJob, so that `devctl run` and `devctl convert` accept
+// them. For TfJob it reads:
 //
 //   - mlkube.io/v1beta1 TfJob as it is today: returned unchanged.
 //   - mlkube.io/v1beta1 TfJob of 2017, the first TensorFlow operator (tensorflow/k8s), in its
@@ -10,6 +11,16 @@
 //   - kubeflow.org/v1 TFJob (and v1alpha2, v1beta1, v1beta2, the same shape): tfReplicaSpecs, a
 //     map keyed by Chief, Master, Worker, PS and Evaluator; runPolicy or its older top-level
 //     fields.
+//
+// For MXJob it reads:
+//
+//   - mlkube.io/v1beta1 MXJob as it is today: returned unchanged.
+//   - fioravanzo.org/v1alpha1 MXJob, the fork of the first TensorFlow operator for MXNet, and
+//     kubeflow.org/v1alpha1 MXJob, Kubeflow's first MXNet operator, made from the same code: a
+//     replicaSpecs list of mxReplicaType SCHEDULER, SERVER and WORKER groups, each with its
+//     replicas, port (mxPort in the fork, PsRootPort in Kubeflow's) and pod template.
+//   - kubeflow.org/v1 MXJob (and v1alpha2, v1beta1, the same shape): mxReplicaSpecs, a map keyed
+//     by Scheduler, Server and Worker; runPolicy or its older top-level fields.
 //
 // The conversion keeps the old operators' defaults (a replica group without a type is the
 // MASTER, a PS group without a template runs TensorFlow's standard server, Kubeflow's replicas
@@ -26,7 +37,9 @@ import (
 	"io"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -34,9 +47,11 @@ import (
 
 // Result is a manifest in today's API.
 type Result struct {
-	Job *v1beta1.TfJob
-	// From is what it was, e.g. "mlkube.io/v1beta1 TfJob (2017, snake_case)" or
-	// "kubeflow.org/v1 TFJob"; "" when it was already current.
+	// Job is the job: a *v1beta1.TfJob or a *v1beta1.MXJob.
+	Job client.Object
+	// From is what it was, e.g. "mlkube.io/v1beta1 TfJob (2017, snake_case)",
+	// "kubeflow.org/v1 TFJob" or "fioravanzo.org/v1alpha1 MXJob"; "" when it was already
+	// current.
 	From string
 	// Warnings has one line per thing a person should know: the conversion itself, dropped
 	// fields, defaults applied, and what the result still needs to pass validation.
@@ -90,10 +105,12 @@ func convert(data []byte) (*Result, error) {
 	}
 	group, version, _ := strings.Cut(apiVersion, "/")
 	isTfJob := strings.EqualFold(kind, "TfJob")
+	isMXJob := strings.EqualFold(kind, "MXJob")
+	kubeflowMap := version == "v1" || version == "v1beta2" || version == "v1beta1" || version == "v1alpha2"
 	switch {
 	case group == v1beta1.GroupVersion.Group && version == v1beta1.GroupVersion.Version && isTfJob:
 		if isCurrent(doc) {
-			return passThrough(doc)
+			return passThrough(doc, &v1beta1.TfJob{})
 		}
 		if usesSnakeCase(doc) {
 			return fromReplicaList(doc, apiVersion+" TfJob (2017, snake_case)")
@@ -103,8 +120,20 @@ func convert(data []byte) (*Result, error) {
 		return fromReplicaList(doc, apiVersion+" TfJob")
 	case group == "kubeflow.org" && version == "v1alpha1" && isTfJob:
 		return fromReplicaList(doc, apiVersion+" TFJob")
-	case group == "kubeflow.org" && isTfJob && (version == "v1" || version == "v1beta2" || version == "v1beta1" || version == "v1alpha2"):
+	case group == "kubeflow.org" && isTfJob && kubeflowMap:
 		return fromKubeflow(doc, apiVersion+" TFJob")
+
+	case group == v1beta1.GroupVersion.Group && version == v1beta1.GroupVersion.Version && isMXJob:
+		if isCurrentMX(doc) {
+			return passThrough(doc, &v1beta1.MXJob{})
+		}
+		return fromMXList(doc, mlkubeMXForm)
+	case group == "fioravanzo.org" && version == "v1alpha1" && isMXJob:
+		return fromMXList(doc, fioravanzoForm)
+	case group == "kubeflow.org" && version == "v1alpha1" && isMXJob:
+		return fromMXList(doc, kubeflowMXForm)
+	case group == "kubeflow.org" && isMXJob && kubeflowMap && version != "v1beta2":
+		return fromKubeflowMX(doc, apiVersion+" MXJob")
 	}
 	var what string
 	switch {
@@ -117,9 +146,11 @@ func convert(data []byte) (*Result, error) {
 	default:
 		what = fmt.Sprintf("a %s of %s", kind, apiVersion)
 	}
-	return nil, fmt.Errorf("this is %s, not a TfJob this can convert: it takes mlkube.io/v1beta1 TfJob "+
+	return nil, fmt.Errorf("this is %s, not a TfJob or MXJob this can convert: it takes mlkube.io/v1beta1 TfJob "+
 		"(today's, and the 2017 snake_case and camelCase forms), tensorflow.org/v1alpha1 TfJob, "+
-		"kubeflow.org/v1alpha1 TFJob and kubeflow.org/v1 TFJob (or v1alpha2, v1beta1, v1beta2)", what)
+		"kubeflow.org/v1alpha1 TFJob and kubeflow.org/v1 TFJob (or v1alpha2, v1beta1, v1beta2); "+
+		"mlkube.io/v1beta1 MXJob (today's), fioravanzo.org/v1alpha1 MXJob, kubeflow.org/v1alpha1 MXJob "+
+		"and kubeflow.org/v1 MXJob (or v1alpha2, v1beta1)", what)
 }
 
 func orUnset(s string) string {
@@ -183,24 +214,33 @@ func usesSnakeCase(doc map[string]any) bool {
 	return false
 }
 
-// newJob starts the converted job: type, metadata, and the spec to read. The old status is
-// dropped: the operator writes a new one.
-func newJob(doc *fields, w *warnings) (*v1beta1.TfJob, *fields, error) {
+// readJob reads what every job has: its metadata, and the spec to read further. The old
+// status is dropped: the operator writes a new one.
+func readJob(doc *fields, w *warnings) (metav1.ObjectMeta, *fields, error) {
 	doc.lookup("apiVersion")
 	doc.lookup("kind")
 	meta, err := metadata(doc, w)
 	if err != nil {
-		return nil, nil, err
+		return meta, nil, err
 	}
 	if _, status, ok, _ := doc.raw("status"); ok && !isEmpty(status) {
 		w.add("dropped status: the operator writes the job's status afresh")
 	}
 	spec, ok, err := doc.object("spec")
 	if err != nil {
-		return nil, nil, err
+		return meta, nil, err
 	}
 	if !ok {
-		return nil, nil, fmt.Errorf("spec is missing: a job needs its replica groups")
+		return meta, nil, fmt.Errorf("spec is missing: a job needs its replica groups")
+	}
+	return meta, spec, nil
+}
+
+// newJob starts a converted TfJob: type, metadata, and the spec to read.
+func newJob(doc *fields, w *warnings) (*v1beta1.TfJob, *fields, error) {
+	meta, spec, err := readJob(doc, w)
+	if err != nil {
+		return nil, nil, err
 	}
 	job := &v1beta1.TfJob{ObjectMeta: meta}
 	job.APIVersion = v1beta1.GroupVersion.String()

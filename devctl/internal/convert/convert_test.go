@@ -25,6 +25,9 @@ func groupsOf(job *v1beta1.TfJob) []group {
 	return out
 }
 
+// tf is the TfJob of a result.
+func tf(res *Result) *v1beta1.TfJob { return res.Job.(*v1beta1.TfJob) }
+
 func mustConvert(t *testing.T, manifest string) *Result {
 	t.Helper()
 	res, err := Convert([]byte(manifest))
@@ -145,7 +148,7 @@ spec:
 			if res.From != tc.from {
 				t.Errorf("From = %q, want %q", res.From, tc.from)
 			}
-			got := groupsOf(res.Job)
+			got := groupsOf(tf(res))
 			if len(got) != len(tc.groups) {
 				t.Fatalf("groups = %v, want %v", got, tc.groups)
 			}
@@ -187,16 +190,16 @@ spec:
 	if res.From != "" || len(res.Warnings) != 0 {
 		t.Fatalf("From %q, warnings %q; want a pass-through", res.From, res.Warnings)
 	}
-	got := groupsOf(res.Job)
+	got := groupsOf(tf(res))
 	want := []group{{"MASTER", 0, 0, ""}, {"WORKER", 2, 2345, "Never"}} // nothing filled in
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("groups = %v, want %v", got, want)
 	}
-	if p := res.Job.Spec.RunPolicy; p.CleanPodPolicy != "All" || p.BackoffLimit == nil || *p.BackoffLimit != 0 {
+	if p := tf(res).Spec.RunPolicy; p.CleanPodPolicy != "All" || p.BackoffLimit == nil || *p.BackoffLimit != 0 {
 		t.Errorf("runPolicy = %+v", p)
 	}
-	if res.Job.Labels["team"] != "a" {
-		t.Errorf("labels = %v", res.Job.Labels)
+	if tf(res).Labels["team"] != "a" {
+		t.Errorf("labels = %v", tf(res).Labels)
 	}
 }
 
@@ -269,7 +272,7 @@ spec:
 				manifest += "\n  tfImage: " + tc.tfImage
 			}
 			res := mustConvert(t, manifest)
-			ps := res.Job.Spec.ReplicaSpecs[1]
+			ps := tf(res).Spec.ReplicaSpecs[1]
 			if ps.TfReplicaType != "PS" || ps.Replicas != 3 || ps.TfPort != 2300 || ps.RestartPolicy != "OnFailure" {
 				t.Errorf("PS group = %+v", group{ps.TfReplicaType, ps.Replicas, ps.TfPort, ps.RestartPolicy})
 			}
@@ -305,7 +308,7 @@ spec:
   - tf_replica_type: WORKER
     template: {spec: {restartPolicy: Never, containers: [{name: tensorflow, image: x}]}}`)
 		for i, want := range []v1beta1.RestartPolicy{"OnFailure", "Never"} {
-			r := res.Job.Spec.ReplicaSpecs[i]
+			r := tf(res).Spec.ReplicaSpecs[i]
 			if r.RestartPolicy != want || r.Template.Spec.RestartPolicy != "" {
 				t.Errorf("group %d: restartPolicy %q, template's %q; want %q and none", i, r.RestartPolicy, r.Template.Spec.RestartPolicy, want)
 			}
@@ -328,7 +331,7 @@ spec:
       restartPolicy: Always
       template: {spec: {restartPolicy: OnFailure, containers: [{name: tensorflow, image: x}]}}`)
 		for i, want := range []v1beta1.RestartPolicy{"Never", "Always"} {
-			r := res.Job.Spec.ReplicaSpecs[i]
+			r := tf(res).Spec.ReplicaSpecs[i]
 			if r.RestartPolicy != want || r.Template.Spec.RestartPolicy != "" {
 				t.Errorf("group %d: restartPolicy %q, template's %q; want %q and none", i, r.RestartPolicy, r.Template.Spec.RestartPolicy, want)
 			}
@@ -353,7 +356,7 @@ spec:
     ttlSecondsAfterFinished: 30
   tfReplicaSpecs:
     Worker: {restartPolicy: ExitCode, template: {spec: {containers: [{name: tensorflow, image: x}]}}}`)
-	p := res.Job.Spec.RunPolicy
+	p := tf(res).Spec.RunPolicy
 	if p.CleanPodPolicy != "None" || p.ActiveDeadlineSeconds == nil || *p.ActiveDeadlineSeconds != 60 ||
 		p.BackoffLimit == nil || *p.BackoffLimit != 0 || p.TTLSecondsAfterFinished == nil || *p.TTLSecondsAfterFinished != 30 {
 		t.Errorf("runPolicy = %+v", p)
@@ -403,8 +406,8 @@ status:
 	if t.Failed() {
 		t.Logf("warnings:\n%s", strings.Join(res.Warnings, "\n"))
 	}
-	if len(res.Job.Annotations) != 0 {
-		t.Errorf("annotations = %v", res.Job.Annotations)
+	if len(tf(res).Annotations) != 0 {
+		t.Errorf("annotations = %v", tf(res).Annotations)
 	}
 }
 
@@ -433,7 +436,7 @@ spec:
 		}
 	}
 	// Nothing is renamed: the old operators required the name too.
-	if c := res.Job.Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Name; c != "trainer" {
+	if c := tf(res).Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Name; c != "trainer" {
 		t.Errorf("container renamed to %q", c)
 	}
 }
@@ -474,7 +477,7 @@ spec:
         - name: tensorflow
           image: x
           resources: {limits: {alpha.kubernetes.io/nvidia-gpu: 2}}`)
-	limits := res.Job.Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Resources.Limits
+	limits := tf(res).Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Resources.Limits
 	if q, ok := limits[corev1.ResourceName("nvidia.com/gpu")]; !ok || q.Value() != 2 || len(limits) != 1 {
 		t.Errorf("limits = %v", limits)
 	}
@@ -617,7 +620,7 @@ status: {phase: Done}`)
 		}
 	}
 	// YAML sets apiVersion and kind even on a job built in Go without them.
-	bare := res.Job.DeepCopy()
+	bare := tf(res).DeepCopy()
 	bare.APIVersion, bare.Kind = "", ""
 	if y2, err := YAML(bare); err != nil || string(y2) != s {
 		t.Errorf("YAML of the job without apiVersion and kind differs (%v):\n%s", err, y2)

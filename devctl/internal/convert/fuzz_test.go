@@ -4,7 +4,22 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
+
+// groupCount is the number of replica groups of a job of either kind.
+func groupCount(job client.Object) int {
+	switch job := job.(type) {
+	case *v1beta1.TfJob:
+		return len(job.Spec.ReplicaSpecs)
+	case *v1beta1.MXJob:
+		return len(job.Spec.ReplicaSpecs)
+	}
+	return 0
+}
 
 // FuzzConvert feeds convert (without Convert's recover, so that a panic shows) anything at all,
 // starting from the test inputs and the samples. Whatever it gets, it must not panic; an error
@@ -34,6 +49,10 @@ func FuzzConvert(f *testing.F) {
 		"apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {replicas: 0}}}",
 		"apiVersion: mlkube.io/v1beta1\nkind: TfJob\nspec: {replica_specs: [{tf_replica_type: PS}]}",
 		`{"apiVersion":"tensorflow.org/v1alpha1","kind":"TfJob","spec":{"replicaSpecs":[{"replicas":1e3}]}}`,
+		"apiVersion: fioravanzo.org/v1alpha1\nkind: MXJob\nspec: {replicaSpecs: [{mxPort: 9000, template: {}}, {mxReplicaType: SERVER, replicas: 0}]}",
+		"apiVersion: kubeflow.org/v1alpha1\nkind: MXJob\nspec: {jobMode: local, replicaSpecs: [{PsRootPort: 1, template: {spec: {containers: [{name: mxnet}]}}}]}",
+		"apiVersion: kubeflow.org/v1\nkind: MXJob\nspec: {jobMode: MXTrain, mxReplicaSpecs: {scheduler: {template: {}}, Tuner: {}}}",
+		"apiVersion: mlkube.io/v1beta1\nkind: MXJob\nspec: {replicaSpecs: [{mxReplicaType: SCHEDULER, port: 0, template: {}}]}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -46,7 +65,7 @@ func FuzzConvert(f *testing.F) {
 			}
 			return
 		}
-		if res == nil || res.Job == nil || len(res.Job.Spec.ReplicaSpecs) == 0 {
+		if res == nil || res.Job == nil || groupCount(res.Job) == 0 {
 			t.Fatalf("a result without a replica group for %q: %+v", data, res)
 		}
 		y, err := YAML(res.Job)

@@ -87,12 +87,9 @@ func fromKubeflow(docMap map[string]any, from string) (*Result, error) {
 	if len(job.Spec.ReplicaSpecs) == 0 {
 		return nil, fmt.Errorf("%s: has no replica group with a replica to run", specs.path)
 	}
-	if len(neverByDefault) > 0 {
-		w.add("%s: no restartPolicy, so Never, Kubeflow's default: any failure fails the job "+
-			"(mlkube's own default, ExitCode, would recreate pods that exit 128-255, such as preempted ones)", joinAnd(neverByDefault))
-	}
+	warnNeverByDefault(neverByDefault, w)
 
-	if job.Spec.RunPolicy, err = kubeflowRunPolicy(spec, w); err != nil {
+	if job.Spec.RunPolicy, err = kubeflowRunPolicy(spec, "TfJob", w); err != nil {
 		return nil, err
 	}
 	if s, path, ok, err := spec.str("successPolicy"); err != nil {
@@ -111,6 +108,14 @@ func fromKubeflow(docMap map[string]any, from string) (*Result, error) {
 	return &Result{Job: job, From: from, Warnings: *w}, nil
 }
 
+// warnNeverByDefault tells of the groups that got Kubeflow's restartPolicy, Never.
+func warnNeverByDefault(groups []string, w *warnings) {
+	if len(groups) > 0 {
+		w.add("%s: no restartPolicy, so Never, Kubeflow's default: any failure fails the job "+
+			"(mlkube's own default, ExitCode, would recreate pods that exit 128-255, such as preempted ones)", joinAnd(groups))
+	}
+}
+
 func kubeflowType(key string) (v1beta1.TfReplicaType, bool) {
 	for _, kt := range kubeflowTypes {
 		if strings.EqualFold(key, kt.key) {
@@ -120,10 +125,30 @@ func kubeflowType(key string) (v1beta1.TfReplicaType, bool) {
 	return "", false
 }
 
-// kubeflowReplica reads one of Kubeflow's replica groups. keep is false for replicas: 0;
+// kubeflowReplica reads one of Kubeflow's TFJob replica groups. keep is false for replicas: 0;
 // neverByDefault is true when the group had no restartPolicy and got Kubeflow's.
 func kubeflowReplica(path string, typ v1beta1.TfReplicaType, v any, w *warnings) (r v1beta1.TfReplicaSpec, keep, neverByDefault bool, err error) {
 	r.TfReplicaType = typ
+	g, keep, neverByDefault, err := readKubeflowGroup(path, v, "TfJob", w)
+	if err != nil {
+		return r, false, false, err
+	}
+	r.Replicas, r.RestartPolicy, r.Template = g.replicas, g.policy, g.template
+	r.TfPort = kubeflowPort(&r.Template, v1beta1.TfContainerName, kubeflowPortName, v1beta1.DefaultTfPort)
+	return r, keep, neverByDefault, nil
+}
+
+// kubeflowGroup is one of Kubeflow's replica groups (TFJob's or MXJob's), read.
+type kubeflowGroup struct {
+	replicas int32
+	policy   v1beta1.RestartPolicy
+	template corev1.PodTemplateSpec
+}
+
+// readKubeflowGroup reads one of Kubeflow's replica groups for today's kind (TfJob, MXJob):
+// replicas, restartPolicy and template, as every Kubeflow job has them. keep is false for
+// replicas: 0; neverByDefault is true when the group had no restartPolicy and got Kubeflow's.
+func readKubeflowGroup(path string, v any, kind string, w *warnings) (r kubeflowGroup, keep, neverByDefault bool, err error) {
 	g, err := object(path, v)
 	if err != nil {
 		return r, false, false, err
@@ -135,14 +160,14 @@ func kubeflowReplica(path string, typ v1beta1.TfReplicaType, v any, w *warnings)
 	if !ok {
 		replicas = 1
 	}
-	r.Replicas = int32(replicas)
+	r.replicas = int32(replicas)
 
 	policy, policyPath, hasPolicy, err := g.str("restartPolicy")
 	if err != nil {
 		return r, false, false, err
 	}
 	if hasPolicy {
-		if r.RestartPolicy, err = restartPolicy(policyPath, policy); err != nil {
+		if r.policy, err = restartPolicy(policyPath, policy); err != nil {
 			return r, false, false, err
 		}
 	}
@@ -154,47 +179,46 @@ func kubeflowReplica(path string, typ v1beta1.TfReplicaType, v any, w *warnings)
 	if !ok {
 		return r, false, false, fmt.Errorf("%s.template is missing: every replica group needs the pod it runs", path)
 	}
-	if r.Template, err = podTemplate(tmplPath, tmpl, w); err != nil {
+	if r.template, err = podTemplate(tmplPath, tmpl, w); err != nil {
 		return r, false, false, err
 	}
 	// Kubeflow set every pod's restartPolicy from the group's (Never when unset), so one in the
 	// template never took effect; keeping Kubeflow's behaviour means not moving it up.
-	if p := takeRestartPolicy(&r.Template); p != "" && v1beta1.RestartPolicy(p) != r.RestartPolicy {
+	if p := takeRestartPolicy(&r.template); p != "" && v1beta1.RestartPolicy(p) != r.policy {
 		has := "Never, Kubeflow's default"
-		if r.RestartPolicy != "" {
-			has = string(r.RestartPolicy)
+		if r.policy != "" {
+			has = string(r.policy)
 		}
 		w.add("dropped %s.spec.restartPolicy: %s: it never took effect, as Kubeflow set every pod's restartPolicy from the replica group's (here %s); "+
 			"set the group's restartPolicy to %s to have it", tmplPath, p, has, p)
 	}
-	if r.RestartPolicy == "" {
-		r.RestartPolicy = v1beta1.RestartPolicyNever
+	if r.policy == "" {
+		r.policy = v1beta1.RestartPolicyNever
 		neverByDefault = true
 	}
-	r.TfPort = kubeflowPort(&r.Template)
 
-	w.dropped(g.unread(), "today's TfJob replica groups have no such fields")
-	if r.Replicas == 0 {
-		w.add("%s has replicas: 0: left out, as today's TfJob runs at least one replica per group", path)
+	w.dropped(g.unread(), fmt.Sprintf("today's %s replica groups have no such fields", kind))
+	if r.replicas == 0 {
+		w.add("%s has replicas: 0: left out, as today's %s runs at least one replica per group", path, kind)
 		return r, false, neverByDefault, nil
 	}
 	return r, true, neverByDefault, nil
 }
 
-// kubeflowPort is the port Kubeflow gave TensorFlow: the tensorflow container's port named
-// tfjob-port, else 2222.
-func kubeflowPort(t *corev1.PodTemplateSpec) int32 {
+// kubeflowPort is the port Kubeflow gave the framework: the port named portName of the
+// container named container (tensorflow's tfjob-port, mxnet's mxjob-port), else def.
+func kubeflowPort(t *corev1.PodTemplateSpec, container, portName string, def int32) int32 {
 	for _, c := range t.Spec.Containers {
-		if c.Name != v1beta1.TfContainerName {
+		if c.Name != container {
 			continue
 		}
 		for _, p := range c.Ports {
-			if p.Name == kubeflowPortName && p.ContainerPort > 0 {
+			if p.Name == portName && p.ContainerPort > 0 {
 				return p.ContainerPort
 			}
 		}
 	}
-	return v1beta1.DefaultTfPort
+	return def
 }
 
 // runPolicyFields are the fields of Kubeflow's runPolicy, also found at the top of the spec
@@ -234,9 +258,9 @@ func readRunPolicyFields(f *fields) (runPolicyFields, error) {
 	return rp, nil
 }
 
-// kubeflowRunPolicy reads spec.runPolicy and the older top-level fields it replaced; where both
-// are set, runPolicy wins, as it did in Kubeflow.
-func kubeflowRunPolicy(spec *fields, w *warnings) (v1beta1.RunPolicy, error) {
+// kubeflowRunPolicy reads spec.runPolicy and the older top-level fields it replaced, for a job
+// of today's kind (TfJob, MXJob); where both are set, runPolicy wins, as it did in Kubeflow.
+func kubeflowRunPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error) {
 	var out v1beta1.RunPolicy
 	top, err := readRunPolicyFields(spec)
 	if err != nil {
@@ -267,12 +291,12 @@ func kubeflowRunPolicy(spec *fields, w *warnings) (v1beta1.RunPolicy, error) {
 		if on, path, ok, err := rp.boolean("suspend"); err != nil {
 			return out, err
 		} else if ok && on {
-			w.add("dropped %s: true: a TfJob cannot be suspended; create it when it should run", path)
+			w.add("dropped %s: true: a %s cannot be suspended; create it when it should run", path, kind)
 		}
 		if s, path, ok, err := rp.str("managedBy"); err != nil {
 			return out, err
 		} else if ok && s != "" {
-			w.add("dropped %s: %s: the mlkube operator manages every TfJob", path, s)
+			w.add("dropped %s: %s: the mlkube operator manages every %s", path, s, kind)
 		}
 		w.dropped(rp.unread(), "today's runPolicy has no such fields")
 	}

@@ -106,10 +106,14 @@ func fromReplicaList(docMap map[string]any, from string) (*Result, error) {
 	if err := terminationPolicy(spec, job, w); err != nil {
 		return nil, err
 	}
-	if err := listCleanPodPolicy(spec, job); err != nil {
+	if job.Spec.RunPolicy.CleanPodPolicy, err = listCleanPodPolicy(spec, "cleanPodPolicy"); err != nil {
 		return nil, err
 	}
-	if err := schedulerName(spec, job, w); err != nil {
+	var templates []*corev1.PodTemplateSpec
+	for i := range job.Spec.ReplicaSpecs {
+		templates = append(templates, &job.Spec.ReplicaSpecs[i].Template)
+	}
+	if err := schedulerName(spec, templates, w); err != nil {
 		return nil, err
 	}
 	if _, path, ok, err := spec.raw("RuntimeId", "runtimeId", "runtime_id"); err != nil {
@@ -243,15 +247,13 @@ func restartPolicy(path, s string) (v1beta1.RestartPolicy, error) {
 }
 
 // listCleanPodPolicy reads kubeflow.org/v1alpha1's cleanPodPolicy (CleanAll, CleanRunning,
-// CleanNone; the later names are taken too).
-func listCleanPodPolicy(spec *fields, job *v1beta1.TfJob) error {
-	s, path, ok, err := spec.str("cleanPodPolicy")
+// CleanNone; the later names are taken too), under one of names; "" when unset.
+func listCleanPodPolicy(spec *fields, names ...string) (v1beta1.CleanPodPolicy, error) {
+	s, path, ok, err := spec.str(names...)
 	if err != nil || !ok {
-		return err
+		return "", err
 	}
-	p, err := cleanPodPolicy(path, s)
-	job.Spec.RunPolicy.CleanPodPolicy = p
-	return err
+	return cleanPodPolicy(path, s)
 }
 
 func cleanPodPolicy(path, s string) (v1beta1.CleanPodPolicy, error) {
@@ -268,13 +270,13 @@ func cleanPodPolicy(path, s string) (v1beta1.CleanPodPolicy, error) {
 
 // schedulerName moves kubeflow.org/v1alpha1's job-wide schedulerName into every pod template,
 // where Kubernetes reads it.
-func schedulerName(spec *fields, job *v1beta1.TfJob, w *warnings) error {
+func schedulerName(spec *fields, templates []*corev1.PodTemplateSpec, w *warnings) error {
 	name, path, ok, err := spec.str("schedulerName")
 	if err != nil || !ok || name == "" {
 		return err
 	}
-	for i := range job.Spec.ReplicaSpecs {
-		if t := &job.Spec.ReplicaSpecs[i].Template; t.Spec.SchedulerName == "" {
+	for _, t := range templates {
+		if t.Spec.SchedulerName == "" {
 			t.Spec.SchedulerName = name
 		}
 	}

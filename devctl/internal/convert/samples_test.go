@@ -8,6 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // samplesDir is the repository's samples/, from this package's directory.
@@ -19,8 +24,7 @@ type sample struct {
 	res  *Result
 }
 
-// samples converts every TfJob of samples/**/*.yaml. Samples of other kinds (an MXJob) are
-// another framework's, which this package does not convert.
+// samples converts every TfJob and MXJob of samples/**/*.yaml.
 func samples(t *testing.T) []sample {
 	t.Helper()
 	var out []sample
@@ -36,8 +40,8 @@ func samples(t *testing.T) []sample {
 		if err != nil {
 			return err
 		}
-		if doc, err := parse(data); err == nil && !strings.EqualFold(fmt.Sprint(doc["kind"]), "TfJob") {
-			t.Logf("samples/%s is a %v, not a TfJob: left out", rel, doc["kind"])
+		if doc, err := parse(data); err == nil && !strings.EqualFold(fmt.Sprint(doc["kind"]), "TfJob") && !strings.EqualFold(fmt.Sprint(doc["kind"]), "MXJob") {
+			t.Logf("samples/%s is a %v, not a job: left out", rel, doc["kind"])
 			return nil
 		}
 		res, err := Convert(data)
@@ -65,6 +69,7 @@ var legacySamples = map[string]struct {
 	"legacy/tfjob-2017.yaml":        {"mlkube.io/v1beta1 TfJob (2017, snake_case)", "MASTER×1 WORKER×1 PS×1"},
 	"legacy/tfjob-v1alpha1.yaml":    {"tensorflow.org/v1alpha1 TfJob", "MASTER×1 WORKER×2 PS×1"},
 	"legacy/tfjob-kubeflow-v1.yaml": {"kubeflow.org/v1 TFJob", "CHIEF×1 WORKER×2 PS×1"},
+	"legacy/mxjob-fioravanzo.yaml":  {"fioravanzo.org/v1alpha1 MXJob", "SCHEDULER×1 SERVER×2 WORKER×2"},
 }
 
 func TestSamples(t *testing.T) {
@@ -91,15 +96,15 @@ func TestSamples(t *testing.T) {
 				t.Errorf("From %q with %d warnings, want %q with warnings", s.res.From, len(s.res.Warnings), want.from)
 			}
 			var groups []string
-			for _, r := range s.res.Job.Spec.ReplicaSpecs {
-				groups = append(groups, string(r.TfReplicaType)+"×"+strconv.Itoa(int(r.Replicas)))
-				for _, c := range r.Template.Spec.Containers {
+			eachGroup(s.res.Job, func(typ string, replicas int32, tmpl *corev1.PodTemplateSpec) {
+				groups = append(groups, typ+"×"+strconv.Itoa(int(replicas)))
+				for _, c := range tmpl.Spec.Containers {
 					// Runnable in the offline kind cluster: the trainer image, and nothing to pull.
 					if c.Image != "mlkube/trainer:dev" || c.ImagePullPolicy != "IfNotPresent" {
-						t.Errorf("%s container %s: image %s, pull policy %q", r.TfReplicaType, c.Name, c.Image, c.ImagePullPolicy)
+						t.Errorf("%s container %s: image %s, pull policy %q", typ, c.Name, c.Image, c.ImagePullPolicy)
 					}
 				}
-			}
+			})
 			if got := strings.Join(groups, " "); got != want.groups {
 				t.Errorf("groups %s, want %s", got, want.groups)
 			}
@@ -109,6 +114,20 @@ func TestSamples(t *testing.T) {
 	for path := range legacySamples {
 		if !seen[path] {
 			t.Errorf("samples/%s is missing", path)
+		}
+	}
+}
+
+// eachGroup calls f with each replica group of a job of either kind, in spec order.
+func eachGroup(job client.Object, f func(typ string, replicas int32, tmpl *corev1.PodTemplateSpec)) {
+	switch job := job.(type) {
+	case *v1beta1.TfJob:
+		for i, r := range job.Spec.ReplicaSpecs {
+			f(string(r.TfReplicaType), r.Replicas, &job.Spec.ReplicaSpecs[i].Template)
+		}
+	case *v1beta1.MXJob:
+		for i, r := range job.Spec.ReplicaSpecs {
+			f(string(r.MXReplicaType), r.Replicas, &job.Spec.ReplicaSpecs[i].Template)
 		}
 	}
 }

@@ -2,27 +2,32 @@ package convert
 
 import (
 	"encoding/json"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// YAML prints job as a manifest to keep and apply: apiVersion and kind set, and none of what a
-// cluster adds (status, uid, resourceVersion, creationTimestamp, managedFields, ...) or what
-// the Go types print when empty (creationTimestamp: null, resources: {}, metadata: {}).
-func YAML(job *v1beta1.TfJob) ([]byte, error) {
-	j := job.DeepCopy()
-	j.APIVersion = v1beta1.GroupVersion.String()
-	j.Kind = "TfJob"
-	j.Status = v1beta1.JobStatus{}
-	j.ObjectMeta = metav1.ObjectMeta{
-		Name:         j.Name,
-		GenerateName: j.GenerateName,
-		Namespace:    j.Namespace,
-		Labels:       j.Labels,
-		Annotations:  j.Annotations,
+// YAML prints job (a TfJob or an MXJob) as a manifest to keep and apply: apiVersion and kind
+// set, and none of what a cluster adds (status, uid, resourceVersion, creationTimestamp,
+// managedFields, ...) or what the Go types print when empty (creationTimestamp: null,
+// resources: {}, metadata: {}).
+func YAML(job client.Object) ([]byte, error) {
+	var j any
+	switch job := job.(type) {
+	case *v1beta1.TfJob:
+		c := &v1beta1.TfJob{ObjectMeta: keptMeta(job), Spec: job.Spec}
+		c.APIVersion, c.Kind = v1beta1.GroupVersion.String(), "TfJob"
+		j = c
+	case *v1beta1.MXJob:
+		c := &v1beta1.MXJob{ObjectMeta: keptMeta(job), Spec: job.Spec}
+		c.APIVersion, c.Kind = v1beta1.GroupVersion.String(), "MXJob"
+		j = c
+	default:
+		return nil, fmt.Errorf("cannot print a %T: it is no TfJob or MXJob", job)
 	}
 	data, err := json.Marshal(j)
 	if err != nil {
@@ -63,5 +68,16 @@ func tidy(v any) {
 		for _, e := range t {
 			tidy(e)
 		}
+	}
+}
+
+// keptMeta is the metadata a manifest keeps: what a person wrote.
+func keptMeta(job client.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:         job.GetName(),
+		GenerateName: job.GetGenerateName(),
+		Namespace:    job.GetNamespace(),
+		Labels:       job.GetLabels(),
+		Annotations:  job.GetAnnotations(),
 	}
 }

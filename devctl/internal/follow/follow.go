@@ -1,4 +1,4 @@
-// Package follow follows a TfJob while it runs: each change of the job's status and of its
+// Package follow follows a job (a TfJob or an MXJob) while it runs: each change of the job's status and of its
 // replicas' states as one line ("worker-1  Running -> Failed (exit code 137, Error)"), and the
 // logs of every replica, interleaved, each line prefixed with its replica ("worker-1 | ...").
 // Everything comes from watches (informers on the job and on its pods) and from following log
@@ -26,17 +26,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 // Options say what to follow and where to print it.
 type Options struct {
 	Config *rest.Config
-	// Scheme knows TfJob and the core types.
+	// Scheme knows the job kinds and the core types.
 	Scheme *runtime.Scheme
-	// Job is the job to follow, as created or read: its namespace, name, UID and spec.
-	Job *v1beta1.TfJob
+	// Job is the job to follow, a *v1beta1.TfJob or *v1beta1.MXJob, as created or read: its
+	// namespace, name, UID and spec.
+	Job client.Object
 	// MatchUID follows this instance of the job only (Job.UID): its pods, and its end. Without
 	// it, whatever job has the name.
 	MatchUID bool
@@ -67,8 +67,8 @@ type Options struct {
 
 // Result is how following ended.
 type Result struct {
-	// Job is the job as last seen.
-	Job *v1beta1.TfJob
+	// Job is the job as last seen, of the kind of Options.Job.
+	Job client.Object
 	// Ended: the job succeeded or failed. Deleted: it was deleted before it ended.
 	Ended, Deleted bool
 	// AllStarted is how long after Start every replica had started; zero when that never
@@ -80,6 +80,10 @@ type Result struct {
 // with what it saw so far). Once the job has ended it waits up to Drain for the logs of
 // replicas that are still finishing.
 func Follow(ctx context.Context, o Options) (*Result, error) {
+	kind := KindOf(o.Job)
+	if kind == nil {
+		return nil, fmt.Errorf("cannot follow a %T: devctl follows TfJobs and MXJobs", o.Job)
+	}
 	if o.Printer == nil {
 		o.Printer = NewPrinter(o.Job, false, false)
 	}
@@ -109,6 +113,7 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 
 	f := &follower{
 		o:        o,
+		kind:     kind,
 		events:   events,
 		jobs:     newJobTracker(),
 		replicas: newReplicaTracker(),
@@ -144,9 +149,9 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 	}()
 
 	// The job may be gone already (deleted between its creation and now).
-	var job v1beta1.TfJob
-	err = c.Get(ctx, client.ObjectKeyFromObject(o.Job), &job)
-	if apierrors.IsNotFound(err) || (err == nil && o.MatchUID && job.UID != o.Job.UID) {
+	job := kind.New()
+	err = c.Get(ctx, client.ObjectKeyFromObject(o.Job), job)
+	if apierrors.IsNotFound(err) || (err == nil && o.MatchUID && job.GetUID() != o.Job.GetUID()) {
 		f.res.Deleted = true
 		return f.res, nil
 	}
@@ -159,7 +164,7 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 // event is one change from the watches: the job or a pod, as it is now or as it was when
 // deleted; or a log stream that ended; or a broken stream's turn to be opened again.
 type event struct {
-	job     *v1beta1.TfJob
+	job     client.Object
 	pod     *corev1.Pod
 	deleted bool
 	end     *streamEnd
@@ -176,6 +181,7 @@ type streamInfo struct {
 
 type follower struct {
 	o        Options
+	kind     *Kind
 	events   chan event
 	jobs     *jobTracker
 	replicas *replicaTracker
@@ -204,8 +210,8 @@ func (f *follower) run(ctx context.Context) (*Result, error) {
 		case <-ctx.Done():
 			return f.res, ctx.Err()
 		case <-hint:
-			if f.res.Job.Status.Phase == "" {
-				f.state(JobLabel, "no status after %s: is the operator running? (devctl status)", f.o.Hint)
+			if StatusOf(f.res.Job).Phase == "" {
+				f.state(f.o.Printer.JobLabel(), "no status after %s: is the operator running? (devctl status)", f.o.Hint)
 			}
 		case <-settle:
 			f.settled = true
@@ -243,8 +249,8 @@ func (f *follower) state(name, format string, args ...any) {
 	}
 }
 
-func (f *follower) onJob(job *v1beta1.TfJob, deleted bool) {
-	if f.o.MatchUID && job.UID != f.o.Job.UID {
+func (f *follower) onJob(job client.Object, deleted bool) {
+	if f.o.MatchUID && job.GetUID() != f.o.Job.GetUID() {
 		return
 	}
 	if deleted {
@@ -253,8 +259,8 @@ func (f *follower) onJob(job *v1beta1.TfJob, deleted bool) {
 		return
 	}
 	f.res.Job = job
-	for _, l := range f.jobs.observe(job) {
-		f.state(JobLabel, "%s", l)
+	for _, l := range f.jobs.observe(StatusOf(job)) {
+		f.state(f.o.Printer.JobLabel(), "%s", l)
 	}
 	if Ended(job) {
 		f.res.Ended = true
@@ -268,7 +274,7 @@ func (f *follower) onPod(pod *corev1.Pod, deleted bool) {
 		return
 	}
 	if f.o.MatchUID {
-		if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != f.o.Job.UID {
+		if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != f.o.Job.GetUID() {
 			return
 		}
 	}
@@ -278,7 +284,7 @@ func (f *follower) onPod(pod *corev1.Pod, deleted bool) {
 	if !f.allStartedSaid && f.replicas.allStarted(f.names) {
 		f.allStartedSaid = true
 		f.res.AllStarted = time.Since(f.o.Start)
-		f.state(JobLabel, "all %d replicas have started (%.1fs)", len(f.names), f.res.AllStarted.Seconds())
+		f.state(f.o.Printer.JobLabel(), "all %d replicas have started (%.1fs)", len(f.names), f.res.AllStarted.Seconds())
 	}
 	if deleted || f.o.Logs == nil || (f.o.Replica != "" && replica != f.o.Replica) {
 		return
@@ -301,7 +307,7 @@ func (f *follower) open(key streamKey, pod *corev1.Pod, follow bool) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		last, err := readLog(f.streamCtx, f.o.Logs, pod, s.replica, logOptions(follow, since), since, f.merger)
+		last, err := readLog(f.streamCtx, f.o.Logs, pod, s.replica, logOptions(pod, follow, since), since, f.merger)
 		f.send(event{end: &streamEnd{key: key, pod: pod, replica: s.replica, last: last, err: err}})
 	}()
 }
@@ -368,20 +374,31 @@ func (f *follower) idle() bool {
 	return true
 }
 
-// watchJob starts informers on the job (by name) and on its replica pods (by label) that send
-// every change to events, and returns the cache they fill once it is in sync.
-func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache, error) {
+// PodSelector selects the replica pods of the jobs of a kind and name: those of one job, and,
+// with the same name, its predecessors'. TensorBoard's pods, which have no replica type, are
+// left out.
+func PodSelector(kind *Kind, name string) (labels.Selector, error) {
 	hasType, err := labels.NewRequirement(replicajob.LabelReplicaType, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
-	podSel := labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: o.Job.Name}).Add(*hasType)
+	return labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: name, replicajob.LabelJobKind: kind.Label}).Add(*hasType), nil
+}
+
+// watchJob starts informers on the job (by name) and on its replica pods (by label) that send
+// every change to events, and returns the cache they fill once it is in sync.
+func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache, error) {
+	kind := KindOf(o.Job)
+	podSel, err := PodSelector(kind, o.Job.GetName())
+	if err != nil {
+		return nil, err
+	}
 	c, err := cache.New(o.Config, cache.Options{
 		Scheme:            o.Scheme,
-		DefaultNamespaces: map[string]cache.Config{o.Job.Namespace: {}},
+		DefaultNamespaces: map[string]cache.Config{o.Job.GetNamespace(): {}},
 		ByObject: map[client.Object]cache.ByObject{
-			&v1beta1.TfJob{}: {Field: fields.OneTermEqualSelector("metadata.name", o.Job.Name)},
-			&corev1.Pod{}:    {Label: podSel},
+			kind.New():    {Field: fields.OneTermEqualSelector("metadata.name", o.Job.GetName())},
+			&corev1.Pod{}: {Label: podSel},
 		},
 	})
 	if err != nil {
@@ -398,10 +415,12 @@ func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache,
 			obj = tomb.Obj
 		}
 		switch o := obj.(type) {
-		case *v1beta1.TfJob:
-			send(event{job: o.DeepCopy(), deleted: deleted})
 		case *corev1.Pod:
 			send(event{pod: o.DeepCopy(), deleted: deleted})
+		case client.Object:
+			if KindOf(o) == kind {
+				send(event{job: o.DeepCopyObject().(client.Object), deleted: deleted})
+			}
 		}
 	}
 	funcs := toolscache.ResourceEventHandlerFuncs{
@@ -409,7 +428,7 @@ func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache,
 		UpdateFunc: func(_, obj any) { handler(obj, false) },
 		DeleteFunc: func(obj any) { handler(obj, true) },
 	}
-	for _, obj := range []client.Object{&v1beta1.TfJob{}, &corev1.Pod{}} {
+	for _, obj := range []client.Object{kind.New(), &corev1.Pod{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, err
@@ -425,7 +444,7 @@ func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache,
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("cannot watch tfjob/%s and its pods in namespace %s (no answer in 30s)", o.Job.Name, o.Job.Namespace)
+		return nil, fmt.Errorf("cannot watch %s and its pods in namespace %s (no answer in 30s)", Ref(o.Job), o.Job.GetNamespace())
 	}
 	return c, nil
 }

@@ -170,6 +170,8 @@ func markExited(t *testing.T, ns, name string, code int32, reason string) {
 // A pod listed in breakOnce gets its first stream cut after one line, with an error that is
 // not the end of the log.
 type fakeLogs struct {
+	// container is the container whose log is asked for; "" means tensorflow.
+	container string
 	mu        sync.Mutex
 	lines     map[types.UID][]string
 	breakOnce map[string]bool
@@ -192,8 +194,12 @@ func (f *fakeLogs) Open(_ context.Context, pod *corev1.Pod, opts *corev1.PodLogO
 		since = " since " + opts.SinceTime.UTC().Format(time.RFC3339)
 	}
 	f.opens = append(f.opens, fmt.Sprintf("%s follow=%v%s", pod.Name, opts.Follow, since))
-	if !opts.Timestamps || opts.Container != "tensorflow" {
-		return nil, fmt.Errorf("want timestamps of the tensorflow container, got %+v", opts)
+	container := f.container
+	if container == "" {
+		container = "tensorflow"
+	}
+	if !opts.Timestamps || opts.Container != container {
+		return nil, fmt.Errorf("want timestamps of the %s container, got %+v", container, opts)
 	}
 	all := strings.Join(f.lines[pod.UID], "\n") + "\n"
 	if f.breakOnce[pod.Name] {
@@ -306,8 +312,8 @@ func TestFollowAJobThroughARestart(t *testing.T) {
 		t.Fatalf("Follow did not return after the job succeeded; states:\n%s", status.String())
 	}
 	must(t, r.err)
-	if !r.res.Ended || r.res.Deleted || r.res.Job.Status.State != v1beta1.JobStateSucceeded || r.res.AllStarted <= 0 {
-		t.Errorf("result %+v, state %s", r.res, r.res.Job.Status.State)
+	if !r.res.Ended || r.res.Deleted || StatusOf(r.res.Job).State != v1beta1.JobStateSucceeded || r.res.AllStarted <= 0 {
+		t.Errorf("result %+v, state %s", r.res, StatusOf(r.res.Job).State)
 	}
 	states := status.String()
 	t.Logf("states:\n%s\nlogs:\n%s\nopened: %v", states, out.String(), logs.opens)
@@ -344,6 +350,105 @@ func TestFollowAJobThroughARestart(t *testing.T) {
 	if !reopened {
 		t.Errorf("the broken stream of master-0 was not opened again from where it broke: %v", logs.opens)
 	}
+}
+
+// An MXJob is followed the same way: its replicas by their MXNet roles, the mxnet container's
+// logs and exits, the job's lines as mxjob, and its end when the scheduler exits 0. A TfJob of
+// the same name in the same namespace is another job: its pods are not this one's.
+func TestFollowAnMXJob(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	ctx := context.Background()
+	mx := func(typ v1beta1.MXReplicaType, replicas int32) v1beta1.MXReplicaSpec {
+		return v1beta1.MXReplicaSpec{MXReplicaType: typ, Replicas: replicas, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "mxnet", Image: "mlkube/trainer:test"}},
+		}}}
+	}
+	job := &v1beta1.MXJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mx"}, Spec: v1beta1.MXJobSpec{ReplicaSpecs: []v1beta1.MXReplicaSpec{
+		mx(v1beta1.MXReplicaScheduler, 1), mx(v1beta1.MXReplicaServer, 1), mx(v1beta1.MXReplicaWorker, 1),
+	}}}
+	must(t, k8s.Create(ctx, job))
+	twin := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mx"}, Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{
+		group(v1beta1.TfReplicaMaster, 1), // mx-master-0: pod names do not clash
+	}}}
+	must(t, k8s.Create(ctx, twin))
+
+	logs := &fakeLogs{lines: map[types.UID][]string{}, container: "mxnet"}
+	var out, status syncBuffer
+	type result struct {
+		res *Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := Follow(ctx, Options{
+			Config: cfg, Scheme: operator.Scheme(), Job: job, MatchUID: true,
+			States: true, Status: &status, Logs: logs, Out: &out, Window: 10 * time.Millisecond, Drain: 2 * time.Second,
+		})
+		done <- result{res, err}
+	}()
+	names := []string{"mx-scheduler-0", "mx-server-0", "mx-worker-0"}
+	eventually(t, "pods created", func() error {
+		for _, n := range names {
+			if getPod(t, ns, n) == nil {
+				return fmt.Errorf("no pod %s", n)
+			}
+		}
+		return nil
+	})
+	base := time.Now()
+	for i, n := range names {
+		logs.set(getPod(t, ns, n).UID, base.Add(time.Duration(i)*10*time.Millisecond), n+" line 1")
+	}
+	for _, n := range names {
+		setStatus(t, ns, n, func(p *corev1.Pod) { fixNamedStatuses(p, "mxnet"); runningStatus(p); fixNamedStatuses(p, "mxnet") })
+	}
+	// The TfJob's master exits 1: nothing of it may show.
+	eventually(t, "the TfJob's pod", func() error {
+		if getPod(t, ns, "mx-master-0") == nil {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	markExited(t, ns, "mx-master-0", 1, "Error")
+	for _, n := range []string{"mx-worker-0", "mx-scheduler-0"} {
+		setStatus(t, ns, n, func(p *corev1.Pod) { exited(0, "Completed")(p); fixNamedStatuses(p, "mxnet") })
+	}
+
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("Follow did not return after the job succeeded; states:\n%s", status.String())
+	}
+	must(t, r.err)
+	if !r.res.Ended || StatusOf(r.res.Job).State != v1beta1.JobStateSucceeded {
+		t.Errorf("result %+v, state %s", r.res, StatusOf(r.res.Job).State)
+	}
+	states := status.String()
+	t.Logf("states:\n%s\nlogs:\n%s\nopened: %v", states, out.String(), logs.opens)
+	inOrder(t, states,
+		"scheduler-0  Pending -> Running",
+		"mxjob        all 3 replicas have started",
+		"scheduler-0  Running -> Succeeded (exit code 0)",
+		"mxjob        state Running -> Succeeded",
+		"mxjob        Succeeded=True (SchedulerSucceeded)",
+	)
+	if strings.Contains(states, "master-0") || strings.Contains(out.String(), "master-0") {
+		t.Error("the TfJob of the same name shows")
+	}
+	for _, n := range names {
+		line := fmt.Sprintf("%-11s | %s line 1\n", strings.TrimPrefix(n, "mx-"), n)
+		if c := strings.Count(out.String(), line); c != 1 {
+			t.Errorf("%q printed %d times, want once", line, c)
+		}
+	}
+}
+
+// fixNamedStatuses is fixStatuses for a pod whose job container is name.
+func fixNamedStatuses(p *corev1.Pod, name string) {
+	fixStatuses(p)
+	p.Status.ContainerStatuses[0].Name = name
 }
 
 func inOrder(t *testing.T, text string, want ...string) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -17,12 +18,12 @@ type jobTracker struct {
 
 func newJobTracker() *jobTracker { return &jobTracker{conditions: map[string]metav1.Condition{}} }
 
-// observe takes the job as it is now and returns what changed in its status, in words: "phase
+// observe takes the job's status as it is now and returns what changed in its status, in words: "phase
 // Creating -> Running", "Restarting=True (RetryableFailure): pod x-worker-1 exited with code
 // 137 ...", "restarts 0 -> 1", "TensorBoard at http://...".
-func (j *jobTracker) observe(job *v1beta1.TfJob) []string {
+func (j *jobTracker) observe(status *v1beta1.JobStatus) []string {
 	var lines []string
-	prev, cur := j.status, job.Status
+	prev, cur := j.status, *status
 	first := !j.seen
 	j.seen = true
 	j.status = *cur.DeepCopy()
@@ -83,15 +84,17 @@ func arrow(from, to string) string {
 }
 
 // Ended says whether the job has succeeded or failed.
-func Ended(job *v1beta1.TfJob) bool {
-	return job.Status.State == v1beta1.JobStateSucceeded || job.Status.State == v1beta1.JobStateFailed
+func Ended(job client.Object) bool {
+	s := StatusOf(job).State
+	return s == v1beta1.JobStateSucceeded || s == v1beta1.JobStateFailed
 }
 
 // Condition returns the job's condition of type typ, or nil.
-func Condition(job *v1beta1.TfJob, typ string) *metav1.Condition {
-	for i := range job.Status.Conditions {
-		if job.Status.Conditions[i].Type == typ {
-			return &job.Status.Conditions[i]
+func Condition(job client.Object, typ string) *metav1.Condition {
+	status := StatusOf(job)
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == typ {
+			return &status.Conditions[i]
 		}
 	}
 	return nil

@@ -13,7 +13,7 @@ func TestJobChanges(t *testing.T) {
 	j := newJobTracker()
 	var got []string
 	see := func(s v1beta1.JobStatus) {
-		got = append(got, j.observe(&v1beta1.TfJob{Status: s})...)
+		got = append(got, j.observe(&s)...)
 	}
 	cond := func(typ, status, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg}

@@ -13,8 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // A LogSource opens the log of a pod's container.
@@ -38,10 +36,10 @@ type streamKey struct {
 	restarts int32
 }
 
-// want tells which run of the pod's tensorflow container has a log to read now, and whether it
+// want tells which run of the pod's job container has a log to read now, and whether it
 // is still being written (follow it) or finished.
 func want(pod *corev1.Pod) (key streamKey, follow, ok bool) {
-	cs := tfContainer(pod)
+	cs := containerOf(pod)
 	if cs == nil {
 		return streamKey{}, false, false
 	}
@@ -104,9 +102,10 @@ func readLog(ctx context.Context, src LogSource, pod *corev1.Pod, replica string
 	}
 }
 
-// logOptions are the options of a stream of the tensorflow container's log.
-func logOptions(follow bool, since time.Time) *corev1.PodLogOptions {
-	opts := &corev1.PodLogOptions{Container: v1beta1.TfContainerName, Follow: follow, Timestamps: true}
+// logOptions are the options of a stream of the log of the pod's job container (tensorflow,
+// mxnet).
+func logOptions(pod *corev1.Pod, follow bool, since time.Time) *corev1.PodLogOptions {
+	opts := &corev1.PodLogOptions{Container: containerName(pod), Follow: follow, Timestamps: true}
 	if !since.IsZero() {
 		t := metav1.NewTime(since)
 		opts.SinceTime = &t
@@ -119,16 +118,16 @@ func gone(err error) bool {
 	return apierrors.IsNotFound(err)
 }
 
-// ReadLog reads the whole log of the pod's tensorflow container (of its previous run, with
+// ReadLog reads the whole log of the pod's job container (of its previous run, with
 // previous: the one before the kubelet restarted it in place) into m, as replica's lines.
 func ReadLog(ctx context.Context, src LogSource, pod *corev1.Pod, replica string, previous bool, m *Merger) error {
-	opts := logOptions(false, time.Time{})
+	opts := logOptions(pod, false, time.Time{})
 	opts.Previous = previous
 	_, err := readLog(ctx, src, pod, replica, opts, time.Time{}, m)
 	return err
 }
 
-// HasLog says whether the pod's tensorflow container has run, and so has a log to read.
+// HasLog says whether the pod's job container has run, and so has a log to read.
 func HasLog(pod *corev1.Pod) bool {
 	_, _, ok := want(pod)
 	return ok

@@ -5,11 +5,8 @@ import (
 	"hash/fnv"
 	"strings"
 
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// JobLabel stands in the replica column of lines about the job itself.
-const JobLabel = "tfjob"
 
 // palette holds the ANSI colours replicas get, in spec order: no red (errors look red) and no
 // black or white (one of them is the terminal's background).
@@ -18,6 +15,8 @@ var palette = []string{"36", "32", "33", "35", "34", "96", "92", "93", "95", "94
 // A Printer formats the replica column: names padded to one width, so that the text after
 // them lines up, and, for a terminal, each replica in its own colour.
 type Printer struct {
+	// job stands in the replica column of lines about the job itself: its kind, "tfjob".
+	job                  string
 	width                int
 	logColor, stateColor bool
 	colors               map[string]string
@@ -25,8 +24,12 @@ type Printer struct {
 
 // NewPrinter makes the Printer for a job's replicas; logColor colours the log lines' prefixes,
 // stateColor the names in state lines (each when its output is a terminal).
-func NewPrinter(job *v1beta1.TfJob, logColor, stateColor bool) *Printer {
-	p := &Printer{width: len(JobLabel), logColor: logColor, stateColor: stateColor, colors: map[string]string{}}
+func NewPrinter(job client.Object, logColor, stateColor bool) *Printer {
+	label := TfJob.Label
+	if k := KindOf(job); k != nil {
+		label = k.Label
+	}
+	p := &Printer{job: label, width: len(label), logColor: logColor, stateColor: stateColor, colors: map[string]string{}}
 	for i, name := range ReplicaNames(job) {
 		p.width = max(p.width, len(name))
 		p.colors[name] = palette[i%len(palette)]
@@ -42,7 +45,7 @@ func (p *Printer) pad(name string, color bool) string {
 	}
 	code, ok := p.colors[name]
 	if !ok {
-		if name == JobLabel {
+		if name == p.job {
 			code = "1" // bold
 		} else {
 			h := fnv.New32a()
@@ -57,6 +60,10 @@ func (p *Printer) pad(name string, color bool) string {
 func (p *Printer) LogLine(replica, text string) string {
 	return p.pad(replica, p.logColor) + " | " + text + "\n"
 }
+
+// JobLabel stands in the replica column of lines about the job itself: its kind, "tfjob" or
+// "mxjob".
+func (p *Printer) JobLabel() string { return p.job }
 
 // StateLine is one line about a replica or, with JobLabel, the job: "master-0  Pending -> Running".
 func (p *Printer) StateLine(name, format string, args ...any) string {

@@ -2,33 +2,12 @@ package follow
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/replicajob"
 )
-
-// ReplicaNames lists a job's replicas in spec order the way the output names them: master-0,
-// worker-0, worker-1, ps-0.
-func ReplicaNames(job *v1beta1.TfJob) []string {
-	var names []string
-	if job == nil {
-		return nil
-	}
-	for _, spec := range job.Spec.ReplicaSpecs {
-		n := spec.Replicas
-		if n < 1 {
-			n = 1 // the apiserver's default; a job read from a file may not have it yet
-		}
-		for i := range n {
-			names = append(names, strings.ToLower(string(spec.TfReplicaType))+"-"+strconv.Itoa(int(i)))
-		}
-	}
-	return names
-}
 
 // ReplicaOf names the replica a pod plays, from the labels the operator gives it; "" for a pod
 // that is no replica (TensorBoard's).
@@ -40,8 +19,8 @@ func ReplicaOf(pod *corev1.Pod) string {
 	return typ + "-" + index
 }
 
-// Replica states, as the output shows them. They describe the tensorflow container, which
-// decides the replica's outcome, more than the pod.
+// Replica states, as the output shows them. They describe the job's container (tensorflow,
+// mxnet), which decides the replica's outcome, more than the pod.
 const (
 	Pending     = "Pending"
 	Running     = "Running"
@@ -58,7 +37,7 @@ type State struct {
 	// Detail is "exit code 137, Error" for a finished container, the waiting reason of a
 	// pending one ("ErrImagePull: ..."), else empty.
 	Detail string
-	// Restarts is the tensorflow container's restartCount: in-place restarts (OnFailure, Always).
+	// Restarts is the job container's restartCount: in-place restarts (OnFailure, Always).
 	Restarts int32
 	// LastExit describes the last in-place restart's exit: "exit code 137, Error".
 	LastExit string
@@ -87,19 +66,6 @@ func (s State) started() bool {
 // CrashLoopBackOff, ...) are worth a line.
 var quietWaits = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
 
-// tfContainer is the status of the pod's tensorflow container, else of its first container.
-func tfContainer(pod *corev1.Pod) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == v1beta1.TfContainerName {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	if len(pod.Status.ContainerStatuses) > 0 {
-		return &pod.Status.ContainerStatuses[0]
-	}
-	return nil
-}
-
 func exitDetail(t *corev1.ContainerStateTerminated) string {
 	d := fmt.Sprintf("exit code %d", t.ExitCode)
 	if t.Reason != "" && !(t.ExitCode == 0 && t.Reason == "Completed") {
@@ -110,7 +76,7 @@ func exitDetail(t *corev1.ContainerStateTerminated) string {
 
 // PodState reads a replica's State from its pod.
 func PodState(pod *corev1.Pod) State {
-	cs := tfContainer(pod)
+	cs := containerOf(pod)
 	var s State
 	if cs != nil {
 		s.Restarts = cs.RestartCount

@@ -166,7 +166,7 @@ func TestPrinter(t *testing.T) {
 		{p.LogLine("master-0", "converged"), "master-0 | converged\n"},
 		{p.LogLine("ps-0", "serving"), "ps-0     | serving\n"},
 		{p.StateLine("worker-1", "%s -> %s", "Pending", "Running"), "worker-1  Pending -> Running\n"},
-		{p.StateLine(JobLabel, "phase %s", "Running"), "tfjob     phase Running\n"},
+		{p.StateLine(p.JobLabel(), "phase %s", "Running"), "tfjob     phase Running\n"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%q, want %q", tc.got, tc.want)
@@ -181,5 +181,52 @@ func TestPrinter(t *testing.T) {
 	}
 	if got := c.StateLine("worker-0", "Running"); got != "worker-0  Running\n" {
 		t.Errorf("state lines coloured without stateColor: %q", got)
+	}
+
+	// An MXJob's: its replicas in spec order, the job's lines as mxjob.
+	mx := &v1beta1.MXJob{Spec: v1beta1.MXJobSpec{ReplicaSpecs: []v1beta1.MXReplicaSpec{
+		{MXReplicaType: v1beta1.MXReplicaScheduler}, {MXReplicaType: v1beta1.MXReplicaServer, Replicas: 2}, {MXReplicaType: v1beta1.MXReplicaWorker, Replicas: 1},
+	}}}
+	if got, want := strings.Join(ReplicaNames(mx), " "), "scheduler-0 server-0 server-1 worker-0"; got != want {
+		t.Errorf("ReplicaNames = %s, want %s", got, want)
+	}
+	m := NewPrinter(mx, false, false)
+	for _, tc := range []struct{ got, want string }{
+		{m.LogLine("server-1", "applied 10 gradients"), "server-1    | applied 10 gradients\n"},
+		{m.StateLine(m.JobLabel(), "phase %s", "Running"), "mxjob        phase Running\n"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// The state and the log of a replica are its job's container's: tensorflow for a TfJob's pod,
+// mxnet for an MXJob's, as the pod's mlkube.io/job-kind label says (and, without the label,
+// whichever of the two the pod has).
+func TestTheJobsContainerDecides(t *testing.T) {
+	mxPod := func(labeled bool) *corev1.Pod {
+		p := pod("u1", "server-0")
+		if labeled {
+			p.Labels["mlkube.io/job-kind"] = "mxjob"
+		}
+		p.Spec.Containers = []corev1.Container{{Name: "sidecar"}, {Name: "mxnet"}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: "sidecar", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+			{Name: "mxnet", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}},
+		}
+		return p
+	}
+	for _, labeled := range []bool{true, false} {
+		p := mxPod(labeled)
+		if s := PodState(p); s.String() != "Failed (exit code 3, Error)" {
+			t.Errorf("labeled %v: state %s, want the mxnet container's", labeled, s)
+		}
+		if opts := logOptions(p, false, time.Time{}); opts.Container != "mxnet" {
+			t.Errorf("labeled %v: the log of container %q, want mxnet", labeled, opts.Container)
+		}
+	}
+	if opts := logOptions(pod("u2", "worker-0"), true, time.Time{}); opts.Container != "tensorflow" {
+		t.Errorf("a TfJob's pod: the log of container %q, want tensorflow", opts.Container)
 	}
 }

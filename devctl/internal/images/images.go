@@ -3,6 +3,10 @@
 // tagged by its own digest, so the same source always gives the same tag and a changed one a new
 // tag (the node never runs a stale image under an old name). Each is also tagged DevTag, an alias
 // that always names the newest build, for manifests written by hand.
+//
+// A program that needs cgo (nodeprobe: go-nvml dlopens the driver's libnvidia-ml) is linked
+// against the build host's glibc; its image gets a base layer under the binary's, holding the
+// loader and the C libraries it needs, copied from the build host (RuntimeFiles).
 package images
 
 import (
@@ -11,9 +15,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +32,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// An Image is one of our programs as an image: the binary alone, at /Binary, run as Entrypoint.
+// An Image is one of our programs as an image: the binary at /Binary, run as Entrypoint; alone,
+// unless it needs cgo.
 type Image struct {
 	// Name is the image name without tag, e.g. "mlkube/operator".
 	Name string
@@ -34,12 +43,23 @@ type Image struct {
 	Binary string
 	// VersionVar is the string variable that -X sets to the version; empty for none.
 	VersionVar string
+	// CGO builds with cgo, for the build host's architecture only: the binary is linked
+	// dynamically against glibc, and the image gets a base layer with the loader and the C
+	// libraries it needs, from the build host.
+	CGO bool
+	// Libraries are the sonames of shared libraries a CGO image needs beyond the binary's own
+	// (DT_NEEDED): those the libraries it dlopens need from the C library.
+	Libraries []string
 }
 
-// Ours lists the images devctl builds, in build order. nodeprobe joins with one line.
+// Ours lists the images devctl builds, in build order.
 var Ours = []Image{
 	{Name: "mlkube/operator", Package: "./operator/cmd/mlkube-operator", Binary: "mlkube-operator", VersionVar: "github.com/mlkube/mlkube/operator.Version"},
 	{Name: "mlkube/trainer", Package: "./samples/trainer", Binary: "trainer"},
+	// nodeprobe dlopens the node's libnvidia-ml, which brings its own DT_NEEDED from glibc: the
+	// pre-2.34 split of libc (libdl, libpthread, librt are stubs since glibc 2.34) and libm.
+	{Name: "mlkube/nodeprobe", Package: "./nodeprobe/cmd/nodeprobe", Binary: "nodeprobe", VersionVar: "main.Version", CGO: true,
+		Libraries: []string{"libdl.so.2", "libm.so.6", "libpthread.so.0", "librt.so.1"}},
 }
 
 // DevTag is the alias every image of ours also gets in the nodes: `image: mlkube/trainer:dev`
@@ -76,9 +96,17 @@ type Options struct {
 	Arch string
 }
 
-// Build compiles img's package into a static linux binary and assembles the image around it.
-// When the compiler fails, the error holds its output.
+// Build compiles img's package into a linux binary, static unless img needs cgo, and assembles
+// the image around it. When the compiler fails, the error holds its output.
 func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
+	cgo := "CGO_ENABLED=0"
+	if img.CGO {
+		// cgo needs a C compiler and a C library for the target; the host's are for the host.
+		if runtime.GOOS != "linux" || runtime.GOARCH != opts.Arch {
+			return nil, fmt.Errorf("%s needs cgo, linked against glibc: build it on a linux/%s machine, like the nodes (this one is %s/%s)", img.Name, opts.Arch, runtime.GOOS, runtime.GOARCH)
+		}
+		cgo = "CGO_ENABLED=1"
+	}
 	tmp, err := os.MkdirTemp("", "devctl-build-")
 	if err != nil {
 		return nil, err
@@ -92,7 +120,7 @@ func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, img.Package)
 	cmd.Dir = opts.Dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+opts.Arch)
+	cmd.Env = append(os.Environ(), cgo, "GOOS=linux", "GOARCH="+opts.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build %s failed (%v):\n%s", img.Package, err, indent(out))
 	}
@@ -100,38 +128,34 @@ func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Assemble(img, binary, opts.Arch)
+	var base []File
+	if img.CGO {
+		if base, err = RuntimeFiles(binary, opts.Arch, img.Libraries); err != nil {
+			return nil, fmt.Errorf("%s: %w", img.Name, err)
+		}
+	}
+	return Assemble(img, binary, opts.Arch, base...)
 }
 
-// Assemble makes the image of img from its binary: one layer holding /Binary (mode 0755), run as
-// User. Every timestamp is zero so that equal binaries give equal digests.
-func Assemble(img Image, binary []byte, arch string) (*Built, error) {
-	var layerTar bytes.Buffer
-	tw := tar.NewWriter(&layerTar)
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     img.Binary,
-		Mode:     0o755,
-		Size:     int64(len(binary)),
-		ModTime:  time.Unix(0, 0),
+// Assemble makes the image of img from its binary: a layer holding /Binary (mode 0755), run as
+// User, over a base layer holding base when there is any (a CGO image's RuntimeFiles). Every
+// timestamp is zero and the entries are sorted, so that equal inputs give equal digests.
+func Assemble(img Image, binary []byte, arch string, base ...File) (*Built, error) {
+	var layers []v1.Layer
+	if len(base) > 0 {
+		layer, err := baseLayer(base)
+		if err != nil {
+			return nil, fmt.Errorf("making the base layer of %s: %w", img.Name, err)
+		}
+		layers = append(layers, layer)
 	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar.Bytes())), nil
-	})
+	layer, err := tarLayer([]entry{{hdr: tar.Header{Typeflag: tar.TypeReg, Name: img.Binary, Mode: 0o755}, data: binary}})
 	if err != nil {
 		return nil, fmt.Errorf("making the layer of %s: %w", img.Name, err)
 	}
+	layers = append(layers, layer)
 
-	image, err := mutate.AppendLayers(empty.Image, layer)
+	image, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +181,65 @@ func Assemble(img Image, binary []byte, arch string) (*Built, error) {
 		return nil, err
 	}
 	return &Built{Image: img, Ref: ref, Img: image}, nil
+}
+
+// entry is one entry of a layer's tar.
+type entry struct {
+	hdr  tar.Header
+	data []byte
+}
+
+// tarLayer makes a layer of the entries, in their order, owned by root, dated the epoch.
+func tarLayer(entries []entry) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		hdr := e.hdr
+		hdr.Size = int64(len(e.data))
+		hdr.ModTime = time.Unix(0, 0)
+		if err := tw.WriteHeader(&hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	})
+}
+
+// baseLayer makes the layer of files: each with its parent directories (mode 0755) before it,
+// everything sorted by path.
+func baseLayer(files []File) (v1.Layer, error) {
+	byPath := map[string]entry{}
+	for _, f := range files {
+		p := strings.TrimPrefix(path.Clean(f.Path), "/")
+		if !path.IsAbs(f.Path) || p == "" {
+			return nil, fmt.Errorf("base layer file %q: not an absolute file path", f.Path)
+		}
+		if _, dup := byPath[p]; dup {
+			return nil, fmt.Errorf("base layer file %s: given twice", f.Path)
+		}
+		byPath[p] = entry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: f.Mode}, data: f.Data}
+		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+			byPath[dir+"/"] = entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}}
+		}
+	}
+	for p, e := range byPath {
+		if _, clash := byPath[strings.TrimSuffix(p, "/")]; e.hdr.Typeflag == tar.TypeDir && clash {
+			return nil, fmt.Errorf("base layer file /%s: also a directory of other files", strings.TrimSuffix(p, "/"))
+		}
+	}
+	paths := slices.Sorted(maps.Keys(byPath))
+	entries := make([]entry, len(paths))
+	for i, p := range paths {
+		entries[i] = byPath[p]
+	}
+	return tarLayer(entries)
 }
 
 // WriteArchive writes the images as one docker-archive tarball, the format `docker load` and

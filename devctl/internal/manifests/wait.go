@@ -127,35 +127,91 @@ func Diagnose(ctx context.Context, cs kubernetes.Interface, key client.ObjectKey
 		fmt.Fprintf(&b, "Look at: %s describe deployment %s\n", kubectl, key.Name)
 		return b.String()
 	}
-	unready := pods.Items[:0:0]
-	for _, pod := range pods.Items {
+	writePods(ctx, &b, cs, pods.Items, kubectl)
+	return b.String()
+}
+
+// DaemonSetRolledOut is ready when the DaemonSet's latest spec runs, ready, on every node it
+// should run on: the test `kubectl rollout status` makes, with numberReady for numberAvailable.
+func DaemonSetRolledOut(c client.Client, key client.ObjectKey) Check {
+	return func(ctx context.Context) (bool, string, error) {
+		ds := &appsv1.DaemonSet{}
+		if err := c.Get(ctx, key, ds); err != nil {
+			return false, "DaemonSet " + key.String(), err
+		}
+		s := ds.Status
+		switch {
+		case s.ObservedGeneration < ds.Generation:
+			return false, fmt.Sprintf("DaemonSet %s to see its new spec", key), nil
+		case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
+			return false, fmt.Sprintf("DaemonSet %s: %d of %d pods updated", key, s.UpdatedNumberScheduled, s.DesiredNumberScheduled), nil
+		case s.NumberReady < s.DesiredNumberScheduled:
+			return false, fmt.Sprintf("DaemonSet %s: %d of %d pods ready", key, s.NumberReady, s.DesiredNumberScheduled), nil
+		}
+		return true, "", nil
+	}
+}
+
+// DiagnoseDaemonSet is Diagnose for a DaemonSet: its unready pods, or, with none, its events
+// (where a pod refused by pod security or quota is reported).
+func DiagnoseDaemonSet(ctx context.Context, cs kubernetes.Interface, key client.ObjectKey, kubectl string) string {
+	var b strings.Builder
+	ds, err := cs.AppsV1().DaemonSets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("cannot read DaemonSet %s: %v\n", key, err)
+	}
+	fmt.Fprintf(&b, "DaemonSet %s: %d of %d pods ready, %d updated\n", key, ds.Status.NumberReady, ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled)
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		fmt.Fprintf(&b, "cannot read its pod selector: %v\n", err)
+		return b.String()
+	}
+	pods, err := cs.CoreV1().Pods(key.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		fmt.Fprintf(&b, "cannot list its pods: %v\n", err)
+		return b.String()
+	}
+	if len(pods.Items) == 0 {
+		fmt.Fprintf(&b, "DaemonSet %s has no pods. Its events:\n", key)
+		writeEvents(ctx, &b, cs, key.Namespace, "DaemonSet", key.Name)
+		fmt.Fprintf(&b, "Look at: %s describe daemonset %s\n", kubectl, key.Name)
+		return b.String()
+	}
+	writePods(ctx, &b, cs, pods.Items, kubectl)
+	return b.String()
+}
+
+// writePods describes the unready pods among pods (all of them when every one is ready): phase,
+// container states, events, the last lines of their logs, and the kubectl commands for more.
+func writePods(ctx context.Context, b *strings.Builder, cs kubernetes.Interface, pods []corev1.Pod, kubectl string) {
+	unready := pods[:0:0]
+	for _, pod := range pods {
 		if !podReady(pod) {
 			unready = append(unready, pod)
 		}
 	}
 	if len(unready) == 0 {
-		unready = pods.Items
+		unready = pods
 	}
 	for _, pod := range unready {
-		fmt.Fprintf(&b, "Pod %s: %s\n", pod.Name, pod.Status.Phase)
+		fmt.Fprintf(b, "Pod %s: %s\n", pod.Name, pod.Status.Phase)
 		for _, st := range pod.Status.ContainerStatuses {
-			fmt.Fprintf(&b, "  container %s: %s (restarts: %d)\n", st.Name, containerState(st.State), st.RestartCount)
+			fmt.Fprintf(b, "  container %s: %s (restarts: %d)\n", st.Name, containerState(st.State), st.RestartCount)
 			if st.LastTerminationState.Terminated != nil {
-				fmt.Fprintf(&b, "    last run: %s\n", containerState(st.LastTerminationState))
+				fmt.Fprintf(b, "    last run: %s\n", containerState(st.LastTerminationState))
 			}
 		}
 		b.WriteString("  events:\n")
-		writeEvents(ctx, &b, cs, pod.Namespace, "Pod", pod.Name)
+		writeEvents(ctx, b, cs, pod.Namespace, "Pod", pod.Name)
 		var logCommands []string
 		for _, st := range pod.Status.ContainerStatuses {
-			logCommands = append(logCommands, writeLogs(ctx, &b, cs, pod, st, kubectl))
+			logCommands = append(logCommands, writeLogs(ctx, b, cs, pod, st, kubectl))
 		}
-		fmt.Fprintf(&b, "  look at: %s describe pod %s\n", kubectl, pod.Name)
+		fmt.Fprintf(b, "  look at: %s describe pod %s\n", kubectl, pod.Name)
 		for _, c := range logCommands {
-			fmt.Fprintf(&b, "           %s\n", c)
+			fmt.Fprintf(b, "           %s\n", c)
 		}
 	}
-	return b.String()
 }
 
 func podReady(pod corev1.Pod) bool {

@@ -71,3 +71,35 @@ func TestAllReportsTheFirstUnreadyCheck(t *testing.T) {
 		t.Error("All of ready checks is not ready")
 	}
 }
+
+func TestDaemonSetRolledOut(t *testing.T) {
+	key := client.ObjectKey{Namespace: "mlkube-nodeprobe", Name: "nodeprobe"}
+	for _, tc := range []struct {
+		name       string
+		generation int64
+		status     appsv1.DaemonSetStatus
+		ready      bool
+		waitingFor string
+	}{
+		{"rolled out", 2, appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3}, true, ""},
+		{"new spec not seen", 3, appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 3}, false, "to see its new spec"},
+		{"not seen at all yet", 1, appsv1.DaemonSetStatus{}, false, "to see its new spec"},
+		{"old pods left", 3, appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 3, UpdatedNumberScheduled: 1, NumberReady: 3}, false, "1 of 3 pods updated"},
+		{"new pods not ready", 3, appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberReady: 2}, false, "2 of 3 pods ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := &appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Generation: tc.generation},
+				Status:     tc.status,
+			}
+			c := fake.NewClientBuilder().WithObjects(ds).Build()
+			ready, waitingFor, err := DaemonSetRolledOut(c, key)(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ready != tc.ready || !strings.Contains(waitingFor, tc.waitingFor) {
+				t.Errorf("ready %v waiting for %q; want %v and %q", ready, waitingFor, tc.ready, tc.waitingFor)
+			}
+		})
+	}
+}

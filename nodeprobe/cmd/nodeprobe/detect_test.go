@@ -93,7 +93,7 @@ func TestDetectNoDriverInProcess(t *testing.T) {
 		t.Fatalf("want exit %d and no output: %v", exitNoDriver, r)
 	}
 	for _, want := range []string{
-		"no NVIDIA driver found on this node; looked in: /etc/ld.so.cache, /usr/lib/x86_64-linux-gnu, /usr/lib64, /home/kubernetes/bin/nvidia/lib64, /usr/lib/nvidia-NNN, /usr/lib/nvidia, /run/nvidia/driver/etc/ld.so.cache",
+		"no NVIDIA driver found on this node; looked in: /etc/ld.so.cache, /usr/lib/x86_64-linux-gnu, /usr/lib64, /home/kubernetes/bin/nvidia/lib64, /usr/lib/nvidia-NNN, /usr/lib/nvidia, /usr/local/nvidia/lib64, /run/nvidia/driver/etc/ld.so.cache",
 		"(under " + root + ")",
 	} {
 		if !strings.Contains(r.stderr, want) {

@@ -68,6 +68,8 @@ func TestDetectLayouts(t *testing.T) {
 			wholeDirs: []string{"/usr/lib/nvidia-550", "/usr/lib/nvidia-550/bin"}},
 		{name: "gpu-operator", layout: gpuOperatorLayout, loads: "/run/nvidia/driver" + lib + "/libnvidia-ml.so.550.54.15"},
 		{name: "debian-packages", layout: debianPackagesLayout, loads: lib + "/nvidia/current/libnvidia-ml.so.550.54.15"},
+		{name: "gpu-container", layout: gpuContainerLayout, loads: "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+			wholeDirs: []string{"/usr/local/nvidia/lib64", "/usr/local/nvidia/bin"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := dgx()

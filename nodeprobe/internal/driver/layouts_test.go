@@ -130,3 +130,14 @@ var debianPackagesLayout = driverFiles(lib+"/nvidia/current", computeLibs...).
 		lib + "/libcuda.so.1":                             "-> /etc/alternatives/libcuda.so.1-x86_64-linux-gnu",
 		"/etc/alternatives/libcuda.so.1-x86_64-linux-gnu": "-> " + lib + "/nvidia/current/libcuda.so.1",
 	})
+
+// Inside a GPU container, as the operator leaves it: each driver file mounted on its own under
+// /usr/local/nvidia, by its SONAME, beside the image's own C library. `nodeprobe detect` in such
+// a container tells what it got.
+var gpuContainerLayout = layout{
+	"/usr/local/nvidia/lib64/libnvidia-ml.so.1": "",
+	"/usr/local/nvidia/lib64/libcuda.so.1":      "",
+	"/usr/local/nvidia/bin/nvidia-smi":          "",
+	"/lib/x86_64-linux-gnu/libc.so.6":           "",
+	"/lib64/ld-linux-x86-64.so.2":               "",
+}

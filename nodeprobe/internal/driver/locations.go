@@ -27,7 +27,8 @@ func multiarch() string {
 
 // libraryDirs are the usual library directories inside a driver root, in the order searched:
 // Debian/Ubuntu, RHEL and friends, GKE's installer, then the versioned directories some
-// distributions use (Ubuntu's old nvidia-NNN packages, Arch), newest first.
+// distributions use (Ubuntu's old nvidia-NNN packages, Arch), newest first. Last comes
+// containerDir, for `nodeprobe detect` run inside a GPU container.
 func libraryDirs(r Root) []string {
 	dirs := []string{
 		"/usr/lib/" + multiarch(),
@@ -35,14 +36,19 @@ func libraryDirs(r Root) []string {
 		"/home/kubernetes/bin/nvidia/lib64",
 	}
 	dirs = append(dirs, versionedDirs(r)...)
-	return append(dirs, "/usr/lib/nvidia")
+	return append(dirs, "/usr/lib/nvidia", containerDir)
 }
+
+// containerDir is where the driver's libraries are inside a GPU container: the operator mounts
+// them there (LibraryMountPath), as GKE does, and NVIDIA's CUDA images have it on their
+// LD_LIBRARY_PATH. Its bin sibling holds the tools.
+const containerDir = LibraryMountPath
 
 // libraryDirPatterns are libraryDirs as the "looked in" message names them.
 func libraryDirPatterns() []string {
 	return []string{
 		"/usr/lib/" + multiarch(), "/usr/lib64", "/home/kubernetes/bin/nvidia/lib64",
-		"/usr/lib/nvidia-NNN", "/usr/lib/nvidia",
+		"/usr/lib/nvidia-NNN", "/usr/lib/nvidia", containerDir,
 	}
 }
 

@@ -1,0 +1,131 @@
+package commands
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/mlkube/mlkube/devctl/internal/manifests"
+	"github.com/mlkube/mlkube/operator/config"
+)
+
+func TestNodeprobeObjects(t *testing.T) {
+	objs, err := nodeprobeObjects("mlkube/nodeprobe:0123456789ab", "v1.2.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.GetKind())
+	}
+	if kinds[0] != "Namespace" || kinds[len(kinds)-1] != "DaemonSet" {
+		t.Errorf("apply order %v: the namespace first, the DaemonSet last", kinds)
+	}
+	ds := manifests.Find(objs, "DaemonSet", "mlkube-nodeprobe", "nodeprobe")
+	if ds == nil {
+		t.Fatalf("no DaemonSet among %v", kinds)
+	}
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 || containers[0].(map[string]any)["image"] != "mlkube/nodeprobe:0123456789ab" {
+		t.Errorf("containers %v, want nodeprobe with the built image", containers)
+	}
+	if v := ds.GetAnnotations()[versionAnnotation]; v != "v1.2.3" {
+		t.Errorf("version annotation %q", v)
+	}
+}
+
+// A second devctl up leaves the accelerator config nodeprobe published alone; a first one
+// creates it.
+func TestTheLiveAcceleratorConfigIsKept(t *testing.T) {
+	objs, err := manifests.Read(config.FS, config.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	got, kept, err := withoutLiveAcceleratorConfig(ctx, fake.NewClientBuilder().Build(), objs)
+	if err != nil || kept || len(got) != len(objs) {
+		t.Errorf("no ConfigMap yet: %d of %d objects, kept %v, err %v; want all applied", len(got), len(objs), kept, err)
+	}
+	live := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mlkube-system", Name: "mlkube-accelerators"},
+		Data:       map[string]string{"accelerators.yaml": "accelerators:\n  nvidia.com/gpu: {}\n"},
+	}
+	got, kept, err = withoutLiveAcceleratorConfig(ctx, fake.NewClientBuilder().WithObjects(live).Build(), objs)
+	if err != nil || !kept || len(got) != len(objs)-1 {
+		t.Fatalf("ConfigMap there: %d of %d objects, kept %v, err %v; want it left out", len(got), len(objs), kept, err)
+	}
+	if manifests.Find(got, "ConfigMap", "mlkube-system", "mlkube-accelerators") != nil {
+		t.Error("the live ConfigMap would be applied over")
+	}
+	if manifests.Find(got, "Deployment", "mlkube-system", "mlkube-operator") == nil {
+		t.Error("the Deployment was left out too")
+	}
+}
+
+func TestNodeprobeHealth(t *testing.T) {
+	ctx := context.Background()
+	if got := nodeprobeHealth(ctx, fake.NewClientBuilder().Build()); got != "not installed (run `devctl up`)" {
+		t.Errorf("no DaemonSet: %q", got)
+	}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mlkube-nodeprobe", Name: "nodeprobe", Generation: 2, Annotations: map[string]string{versionAnnotation: "v1"}},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "nodeprobe", Image: "mlkube/nodeprobe:abc"}},
+		}}},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberReady: 2},
+	}
+	if got, want := nodeprobeHealth(ctx, fake.NewClientBuilder().WithObjects(ds).Build()), "Ready, 2/2 nodes ready, version v1, image mlkube/nodeprobe:abc"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	ds.Status.NumberReady = 1
+	if got := nodeprobeHealth(ctx, fake.NewClientBuilder().WithObjects(ds).Build()); !strings.HasPrefix(got, "not ready, 1/2 nodes ready") {
+		t.Errorf("one pod not ready: %q", got)
+	}
+}
+
+func TestDescribeGPUs(t *testing.T) {
+	node := func(name, annotation string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if annotation != "" {
+			n.Annotations = map[string]string{"mlkube.io/gpu-driver": annotation}
+		}
+		return n
+	}
+	const empty = "accelerators: {}\n"
+	const gpu = `accelerators:
+  nvidia.com/gpu:
+    volumes:
+    - {name: nvidia-lib-libcuda-so-1, hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1, mountPath: /usr/local/nvidia/lib64/libcuda.so.1}
+    envVars:
+    - {name: LD_LIBRARY_PATH, value: /usr/local/nvidia/lib64}
+`
+	noGPU := `{"gpu":false,"reason":"no NVIDIA driver found on this node; looked in: ..."}`
+	withGPU := `{"gpu":true,"driverVersion":"550.54.15","cudaDriverVersion":"12.4","gpus":2,"layout":"abc"}`
+	noNVML := `{"gpu":true,"reason":"nvmlInit failed: ...","driverVersion":"550.54.15","gpus":0}`
+	for _, tc := range []struct {
+		name   string
+		config string
+		nodes  []corev1.Node
+		want   string
+	}{
+		{"not probed yet", empty, []corev1.Node{node("a", "")}, "none configured; no node probed yet"},
+		{"no GPU anywhere", empty, []corev1.Node{node("a", noGPU), node("b", "")}, "no GPU found on any node (1 of 2 probed)"},
+		{"a GPU node", gpu, []corev1.Node{node("a", noGPU), node("gpu", withGPU)},
+			"configured: nvidia.com/gpu (1 volumes, 1 env vars); GPU nodes: gpu (driver 550.54.15, 2 GPU(s))"},
+		{"NVML did not answer", gpu, []corev1.Node{node("gpu", noNVML)},
+			"configured: nvidia.com/gpu (1 volumes, 1 env vars); GPU nodes: gpu (driver 550.54.15, NVML did not answer)"},
+		{"written by hand", gpu, nil, "configured: nvidia.com/gpu (1 volumes, 1 env vars)"},
+		{"GPU but empty config", empty, []corev1.Node{node("gpu", withGPU)}, "none configured; GPU nodes: gpu (driver 550.54.15, 2 GPU(s))"},
+		{"broken config", "accelerators: [", []corev1.Node{node("a", noGPU)}, "accelerator config unreadable: "},
+	} {
+		if got := describeGPUs(tc.config, tc.nodes); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestJobFromKeepsOnlyWhatIsShown(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "mlkube.io/v1beta1", "kind": "TfJob",
+		"metadata": map[string]any{
+			"name": "mnist", "namespace": "team-a", "uid": "u1", "resourceVersion": "7",
+			"creationTimestamp": "2026-11-21T21:23:45Z",
+			"annotations":       map[string]any{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 4096)},
+			"managedFields":     []any{map[string]any{"manager": "kubectl"}},
+		},
+		"spec": map[string]any{"replicaSpecs": []any{map[string]any{"tfReplicaType": "MASTER"}}},
+		"status": map[string]any{
+			"state": "Running", "phase": "Running", "replicas": "master 1/1 worker 2/2 ps 2/2", "restarts": int64(2),
+			"conditions": []any{map[string]any{"type": "Created", "status": "True", "reason": "ReplicasCreated",
+				"message": "created 5 pods and their services", "lastTransitionTime": "2026-11-21T21:23:46Z"}},
+			"tensorboard": map[string]any{"serviceName": "mnist-tensorboard", "url": "http://mnist-tensorboard.team-a.svc",
+				"proxyPath": "/api/v1/namespaces/team-a/services/mnist-tensorboard:80/proxy/", "ready": true},
+		},
+	}}
+	j, err := JobFrom("TfJob", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Name != "mnist" || j.Namespace != "team-a" || j.ResourceVersion != "7" || j.CreationTimestamp.IsZero() {
+		t.Fatalf("metadata not kept: %+v", j.ObjectMeta)
+	}
+	if j.Annotations != nil || j.ManagedFields != nil || j.Labels != nil {
+		t.Fatalf("metadata not trimmed: %+v", j.ObjectMeta)
+	}
+	if j.State != "Running" || j.Replicas != "master 1/1 worker 2/2 ps 2/2" || j.Restarts != 2 {
+		t.Fatalf("status: %+v", j)
+	}
+	if len(j.Conditions) != 1 || j.Conditions[0].Reason != "ReplicasCreated" {
+		t.Fatalf("conditions: %+v", j.Conditions)
+	}
+	if j.Tensorboard == nil || !j.Tensorboard.Ready || j.Tensorboard.ProxyPath == "" {
+		t.Fatalf("tensorboard: %+v", j.Tensorboard)
+	}
+	if k := j.Key(); k != (JobKey{"TfJob", "team-a", "mnist"}) {
+		t.Fatalf("key %+v", k)
+	}
+	// client-go may hand a stored row to the transform again: it must come back as it is.
+	again, err := jobTransform("TfJob")(j)
+	if err != nil || again != any(j) {
+		t.Fatalf("transform is not idempotent: %v %v", again, err)
+	}
+}
+
+func TestJobFromWithoutStatus(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "new", "namespace": "ns"}}}
+	j, err := JobFrom("MXJob", u)
+	if err != nil || j.State != "" || j.Kind != "MXJob" {
+		t.Fatalf("%+v %v", j, err)
+	}
+}
+
+func TestReplicaFrom(t *testing.T) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist-worker-1", Namespace: "team-a", Labels: map[string]string{
+			LabelJobName: "mnist", LabelReplicaType: "worker", LabelReplicaIndex: "1", "app": "x",
+		}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
+			{Name: "sidecar", Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("y", 1000)}}}, {Name: "tensorflow"},
+		}},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "sidecar", RestartCount: 9},
+				{Name: "tensorflow", RestartCount: 2, ContainerID: "containerd://abc",
+					State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}},
+			},
+		},
+	}
+	r := ReplicaFrom(p, "tensorflow")
+	want := Replica{Type: "worker", Index: 1, Phase: "Running", Ready: true, Container: "tensorflow", ContainerID: "containerd://abc",
+		Running: true, Exited: true, ExitCode: 137, ExitReason: "OOMKilled", Restarts: 2, Node: "node-1"}
+	got := *r
+	got.ObjectMeta, got.Containers = metav1.ObjectMeta{}, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	if r.Labels != nil || r.ManagedFields != nil {
+		t.Fatal("pod metadata not trimmed")
+	}
+
+	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "tensorflow", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+	r = ReplicaFrom(p, "mxnet") // not there: the first container
+	if r.Phase != "Terminating" || r.Container != "sidecar" || r.Exited {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestEventFrom(t *testing.T) {
+	at := time.Date(2026, 11, 21, 21, 23, 46, 0, time.UTC)
+	e := EventFrom(&eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "mnist.1"}, Type: "Warning", Reason: "Restarting", Note: "pod x exited",
+		Regarding: corev1.ObjectReference{UID: "u1"},
+		Series:    &eventsv1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(at)},
+	})
+	if e.Count != 3 || !e.Last.Equal(at) || e.RegardingUID != "u1" || e.Reason != "Restarting" {
+		t.Fatalf("%+v", e)
+	}
+	e = EventFrom(&eventsv1.Event{EventTime: metav1.NewMicroTime(at)})
+	if e.Count != 1 || !e.Last.Equal(at) {
+		t.Fatalf("%+v", e)
+	}
+}
+
+func TestParseLogLine(t *testing.T) {
+	for in, want := range map[string]LogLine{
+		"2026-11-21T21:23:46.123456789Z step 100 loss=0.25\n": {Time: "2026-11-21T21:23:46.123456789Z", Text: "step 100 loss=0.25"},
+		"no timestamp here\r\n":                               {Text: "no timestamp here"},
+		"2026-11-21T21:23:46Z ":                               {Time: "2026-11-21T21:23:46Z", Text: ""},
+	} {
+		if got := ParseLogLine(in); got != want {
+			t.Errorf("ParseLogLine(%q) = %+v, want %+v", in, got, want)
+		}
+	}
+}
+
+// ReadLog hands over what has arrived whenever it would wait, not a line at a time.
+func TestReadLogChunks(t *testing.T) {
+	r, w := io.Pipe()
+	chunks := make(chan []LogLine, 10)
+	done := make(chan error, 1)
+	go func() { done <- ReadLog(r, func(l []LogLine) { chunks <- l }) }()
+	_, _ = io.WriteString(w, "2026-11-21T21:23:46Z a\n2026-11-21T21:23:46Z b\n2026-11-21T21:23:46Z c\n")
+	if got := <-chunks; len(got) != 3 || got[2].Text != "c" {
+		t.Fatalf("first chunk %+v, want the 3 lines written together", got)
+	}
+	_, _ = io.WriteString(w, "2026-11-21T21:23:47Z d\n")
+	if got := <-chunks; len(got) != 1 || got[0].Text != "d" {
+		t.Fatalf("second chunk %+v", got)
+	}
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("ReadLog at EOF: %v", err)
+	}
+}
+
+// A burst is coalesced into one batch; a message after a quiet spell comes at once.
+func TestFeedCoalesces(t *testing.T) {
+	f := NewFeed(30 * time.Millisecond)
+	ctx := context.Background()
+	f.Send(1)
+	start := time.Now()
+	b, ok := f.Next(ctx)
+	if !ok || len(b.Msgs) != 1 {
+		t.Fatalf("first batch %+v", b)
+	}
+	if waited := time.Since(start); waited > 20*time.Millisecond {
+		t.Fatalf("a lone message waited %s", waited)
+	}
+	for i := 0; i < 100; i++ {
+		f.Send(i)
+	}
+	b, _ = f.Next(ctx)
+	if len(b.Msgs) != 100 {
+		t.Fatalf("a burst of 100 came as %d", len(b.Msgs))
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, ok := f.Next(cctx); ok {
+		t.Fatal("Next after the context ended returned a batch")
+	}
+}
+
+func TestExplain(t *testing.T) {
+	gr := schema.GroupResource{Group: "mlkube.io", Resource: "tfjobs"}
+	need := Access{Verbs: []string{"list", "watch"}, Resource: "tfjobs.mlkube.io", Namespace: "team-a"}
+	err := Explain(apierrors.NewForbidden(gr, "", errors.New(`User "viewer" cannot list resource "tfjobs"`)), need, "https://x")
+	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "you need list, watch on tfjobs.mlkube.io in namespace team-a") {
+		t.Fatalf("forbidden: %v", err)
+	}
+	need.Namespace = ""
+	err = Explain(apierrors.NewForbidden(gr, "", errors.New("no")), need, "https://x")
+	if !strings.Contains(err.Error(), "cluster-wide") || !strings.Contains(err.Error(), "-n NAMESPACE") {
+		t.Fatalf("forbidden cluster-wide: %v", err)
+	}
+	err = Explain(apierrors.NewUnauthorized("expired"), need, "https://x")
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("unauthorized: %v", err)
+	}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	err = Explain(&url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis", Err: refused}, need, "https://127.0.0.1:6443")
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "devctl up") {
+		t.Fatalf("unreachable: %v", err)
+	}
+	nf := apierrors.NewNotFound(gr, "x")
+	if err := Explain(nf, need, ""); err != error(nf) {
+		t.Fatalf("other API errors must pass as they are: %v", err)
+	}
+}

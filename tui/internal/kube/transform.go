@@ -1,0 +1,156 @@
+package kube
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// The transforms run on every object a watch receives, before the informer stores it. They
+// must accept their own output: client-go may pass an object it already holds through again.
+
+func jobTransform(kind string) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		switch o := obj.(type) {
+		case *Job:
+			return o, nil
+		case *unstructured.Unstructured:
+			return JobFrom(kind, o)
+		}
+		return obj, nil
+	}
+}
+
+// JobFrom makes the row of a job object. Only metadata and status are read: the spec, with its
+// pod templates, is dropped.
+func JobFrom(kind string, u *unstructured.Unstructured) (*Job, error) {
+	j := &Job{ObjectMeta: meta(u), Kind: kind}
+	raw, ok := u.Object["status"].(map[string]any)
+	if !ok {
+		return j, nil
+	}
+	var st v1beta1.JobStatus
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: reading status: %w", kind, u.GetNamespace(), u.GetName(), err)
+	}
+	j.State, j.Phase = string(st.State), string(st.Phase)
+	j.Replicas, j.Restarts = st.Replicas, st.Restarts
+	for _, c := range st.Conditions {
+		j.Conditions = append(j.Conditions, Condition{
+			Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message,
+			LastTransition: c.LastTransitionTime.Time,
+		})
+	}
+	if tb := st.Tensorboard; tb != nil {
+		j.Tensorboard = &Tensorboard{ServiceName: tb.ServiceName, URL: tb.URL, ProxyPath: tb.ProxyPath, Ready: tb.Ready}
+	}
+	return j, nil
+}
+
+func replicaTransform(container string) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return ReplicaFrom(p, container), nil
+		}
+		return obj, nil
+	}
+}
+
+// ReplicaFrom makes the row of a replica pod; container is the kind's main container.
+func ReplicaFrom(p *corev1.Pod, container string) *Replica {
+	r := &Replica{
+		ObjectMeta: meta(p),
+		Type:       p.Labels[LabelReplicaType],
+		Index:      -1,
+		Phase:      string(p.Status.Phase),
+		Node:       p.Spec.NodeName,
+	}
+	if i, err := strconv.Atoi(p.Labels[LabelReplicaIndex]); err == nil {
+		r.Index = i
+	}
+	if p.DeletionTimestamp != nil {
+		r.Phase = "Terminating"
+	}
+	for _, c := range p.Spec.Containers {
+		r.Containers = append(r.Containers, c.Name)
+	}
+	r.Container = container
+	if len(r.Containers) > 0 && !contains(r.Containers, container) {
+		r.Container = r.Containers[0]
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			r.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != r.Container {
+			continue
+		}
+		r.Restarts = cs.RestartCount
+		r.ContainerID = cs.ContainerID
+		r.Running = cs.State.Running != nil
+		if w := cs.State.Waiting; w != nil {
+			r.Waiting = w.Reason
+		}
+		t := cs.State.Terminated
+		if t == nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t != nil {
+			r.Exited, r.ExitCode, r.ExitReason = true, t.ExitCode, t.Reason
+		}
+	}
+	return r
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func eventTransform(obj any) (any, error) {
+	if e, ok := obj.(*eventsv1.Event); ok {
+		return EventFrom(e), nil
+	}
+	return obj, nil
+}
+
+// EventFrom makes the row of an event.
+func EventFrom(e *eventsv1.Event) *Event {
+	r := &Event{
+		ObjectMeta:   meta(e),
+		RegardingUID: string(e.Regarding.UID),
+		Type:         e.Type,
+		Reason:       e.Reason,
+		Note:         e.Note,
+		Count:        1,
+	}
+	switch {
+	case e.Series != nil:
+		r.Count, r.Last = e.Series.Count, e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		r.Last = e.EventTime.Time
+	case !e.DeprecatedLastTimestamp.IsZero():
+		r.Last = e.DeprecatedLastTimestamp.Time
+		if e.DeprecatedCount > 0 {
+			r.Count = e.DeprecatedCount
+		}
+	default:
+		r.Last = e.CreationTimestamp.Time
+	}
+	return r
+}
+
+var _ metav1.Object = &Job{}

@@ -1,0 +1,50 @@
+package ui
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAge(t *testing.T) {
+	now := time.Date(2026, 11, 21, 21, 23, 45, 0, time.UTC)
+	for d, want := range map[time.Duration]string{
+		0:                              "0s",
+		41 * time.Second:               "41s",
+		119 * time.Second:              "119s",
+		2 * time.Minute:                "2m",
+		5*time.Minute + 30*time.Second: "5m",
+		10*time.Minute + 5*time.Second: "10m",
+		3*time.Hour + 5*time.Minute:    "3h5m",
+		50 * time.Hour:                 "2d2h",
+	} {
+		if got := age(now, now.Add(-d)); got != want {
+			t.Errorf("age(%s) = %q, want %q", d, got, want)
+		}
+	}
+	if got := age(now, time.Time{}); got != "-" {
+		t.Errorf("age of nothing = %q", got)
+	}
+}
+
+// The clock ticks exactly when an age on screen would read differently, and no sooner.
+func TestNextAgeChange(t *testing.T) {
+	now := time.Date(2026, 11, 21, 21, 23, 45, 0, time.UTC)
+	for _, d := range []time.Duration{
+		0, 300 * time.Millisecond, 41 * time.Second, 119*time.Second + 500*time.Millisecond, 2 * time.Minute,
+		5*time.Minute + 30*time.Second, 3*time.Hour + 5*time.Minute + 7*time.Second, 7*time.Hour + 59*time.Minute,
+		50*time.Hour + 10*time.Minute, 30 * 24 * time.Hour,
+	} {
+		created := now.Add(-d)
+		next := nextAgeChange(now, created)
+		if next <= 0 {
+			t.Fatalf("age %s: next change in %s", d, next)
+		}
+		before, after := age(now.Add(next-time.Millisecond), created), age(now.Add(next), created)
+		if before != age(now, created) {
+			t.Errorf("age %s: reads %q before the tick in %s, %q now", d, before, next, age(now, created))
+		}
+		if after == before {
+			t.Errorf("age %s: still %q at the tick in %s", d, after, next)
+		}
+	}
+}

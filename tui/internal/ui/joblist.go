@@ -1,0 +1,178 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mlkube/mlkube/tui/internal/kube"
+)
+
+// jobList is the list of jobs of every served kind: what the job watches sent, filtered and
+// sorted, under a cursor that stays on the same job while the list changes around it.
+type jobList struct {
+	jobs    map[kube.JobKey]*kube.Job
+	shown   []*kube.Job
+	byAge   bool   // newest first; else by namespace and name
+	filter  string // lower case
+	synced  map[string]bool
+	kinds   int // how many kinds are watched
+	allNS   bool
+	table   table
+	dirty   bool
+	started bool // the first sync is in
+}
+
+func newJobList(st styles, allNS bool, kinds int) jobList {
+	cols := []column{
+		{title: "NAME", min: 8, shrink: 1},
+		{title: "KIND", min: 5},
+		{title: "STATE", min: 7},
+		{title: "READY", min: 10, shrink: 2},
+		{title: "RESTARTS", min: 8, right: true},
+		{title: "AGE", min: 5, right: true},
+	}
+	if allNS {
+		cols = append([]column{{title: "NAMESPACE", min: 9, max: 20, shrink: 3}}, cols...)
+	}
+	return jobList{
+		jobs:   map[kube.JobKey]*kube.Job{},
+		synced: map[string]bool{},
+		kinds:  kinds,
+		allNS:  allNS,
+		table:  newTable(cols, st, true),
+	}
+}
+
+func (l *jobList) upsert(j *kube.Job) {
+	l.jobs[j.Key()] = j
+	l.dirty = true
+}
+
+func (l *jobList) remove(k kube.JobKey) {
+	if _, ok := l.jobs[k]; ok {
+		delete(l.jobs, k)
+		l.dirty = true
+	}
+}
+
+func (l *jobList) markSynced(kind string) {
+	l.synced[kind] = true
+	l.dirty = true
+}
+
+// loading is true until every kind's first list is in.
+func (l *jobList) loading() bool { return len(l.synced) < l.kinds }
+
+func (l *jobList) setFilter(f string) {
+	f = strings.ToLower(strings.TrimSpace(f))
+	if f != l.filter {
+		l.filter = f
+		l.dirty = true
+	}
+}
+
+func (l *jobList) toggleSort() {
+	l.byAge = !l.byAge
+	l.dirty = true
+}
+
+func (l *jobList) selected() *kube.Job {
+	if c := l.table.cursor; c >= 0 && c < len(l.shown) {
+		return l.shown[c]
+	}
+	return nil
+}
+
+// rebuild filters, sorts and redraws the rows, keeping the cursor on the job it was on.
+func (l *jobList) rebuild(now time.Time) {
+	var keep *kube.JobKey
+	if j := l.selected(); j != nil {
+		k := j.Key()
+		keep = &k
+	}
+	l.shown = l.shown[:0]
+	for _, j := range l.jobs {
+		if l.filter == "" || strings.Contains(l.matchText(j), l.filter) {
+			l.shown = append(l.shown, j)
+		}
+	}
+	sort.Slice(l.shown, func(a, b int) bool {
+		x, y := l.shown[a], l.shown[b]
+		if l.byAge && !x.CreationTimestamp.Equal(&y.CreationTimestamp) {
+			return y.CreationTimestamp.Before(&x.CreationTimestamp)
+		}
+		if x.Namespace != y.Namespace {
+			return x.Namespace < y.Namespace
+		}
+		if x.Name != y.Name {
+			return x.Name < y.Name
+		}
+		return x.Kind < y.Kind
+	})
+	l.refresh(now)
+	if keep != nil {
+		for i, j := range l.shown {
+			if j.Key() == *keep {
+				l.table.setCursor(i)
+				break
+			}
+		}
+	}
+	l.dirty = false
+}
+
+// refresh redraws the rows (their ages change with the clock).
+func (l *jobList) refresh(now time.Time) {
+	rows := make([][]string, len(l.shown))
+	for i, j := range l.shown {
+		state := j.State
+		if state == "" {
+			state = "-"
+		}
+		ready := j.Replicas
+		if ready == "" {
+			ready = "-"
+		}
+		r := []string{j.Name, j.Kind, state, ready, fmt.Sprint(j.Restarts), age(now, j.CreationTimestamp.Time)}
+		if l.allNS {
+			r = append([]string{j.Namespace}, r...)
+		}
+		rows[i] = r
+	}
+	l.table.setRows(rows)
+}
+
+func (l *jobList) matchText(j *kube.Job) string {
+	return strings.ToLower(j.Namespace + "/" + j.Name + " " + j.Kind + " " + j.State)
+}
+
+// nextTick is when the next age shown changes; 0 when none is shown.
+func (l *jobList) nextTick(now time.Time) time.Duration {
+	var next time.Duration
+	for _, j := range l.shown {
+		if d := nextAgeChange(now, j.CreationTimestamp.Time); d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return next
+}
+
+// title is the line above the table: the kinds, how many jobs, the sort and the filter.
+func (l *jobList) title(kinds []string) string {
+	n := fmt.Sprint(len(l.shown))
+	if l.filter != "" {
+		n = fmt.Sprintf("%d/%d", len(l.shown), len(l.jobs))
+	}
+	s := fmt.Sprintf("%s (%s)", strings.Join(kinds, " · "), n)
+	if l.byAge {
+		s += "  sort: age"
+	} else {
+		s += "  sort: name"
+	}
+	if l.filter != "" {
+		s += "  filter: /" + l.filter
+	}
+	return s
+}
