@@ -23,7 +23,7 @@ func main() {
 	flag.BoolVar(&o.child, "child", false, "(internal) run the dashboard for the benchmark")
 	flag.IntVar(&o.jobs, "jobs", 500, "jobs to create (with -demo: also this many benchmark jobs in namespace bench; 0 for none)")
 	flag.IntVar(&o.samples, "samples", 200, "status writes to time, per view")
-	flag.DurationVar(&o.idle, "idle", 30*time.Second, "how long to measure idle CPU, per view")
+	flag.DurationVar(&o.idle, "idle", 60*time.Second, "how long to measure idle CPU, per view")
 	flag.StringVar(&o.json, "json", "", "also write the results to this file")
 	flag.Parse()
 

@@ -52,7 +52,7 @@ cluster of the current kubeconfig context, which devctl up sets to its kind clus
 		SilenceUsage:  true,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commands.UsageError(err) })
-	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), logsCommand(), convertCommand())
+	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), logsCommand(), convertCommand(), dashboardCommand())
 	return cmd
 }
 
