@@ -16,8 +16,9 @@ import (
 // convertManifest is convert.Convert; tests may put another in its place.
 var convertManifest = convert.Convert
 
-// Convert prints the job (TfJob or MXJob) of file, converted to today's API, as YAML on out; what the
-// conversion changed or dropped goes to status as warnings. file "-" is the standard input.
+// Convert prints the job (TfJob or MXJob) of file, converted to today's API, as YAML on out;
+// what the conversion changed or dropped goes to status as warnings. file "-" is the standard
+// input.
 func Convert(file string, stdin io.Reader, out, status io.Writer) error {
 	job, err := loadJob(file, stdin, status)
 	if err != nil {

@@ -44,11 +44,11 @@ type RunOptions struct {
 // errTimeout is the cause of the context that --timeout ends.
 var errTimeout = errors.New("--timeout passed")
 
-// Run submits the job (TfJob or MXJob) of o.File to the cluster of the current kubeconfig context and follows
-// it until it ends: replica states and the job's status on status, every replica's log on out.
-// The error carries the exit code (ExitError): nil when the job succeeded, ExitFailed when it
-// failed, ExitUsage when there was nothing valid to submit, ExitTimeout and ExitInterrupted when
-// following stopped first.
+// Run submits the job (TfJob or MXJob) of o.File to the cluster of the current kubeconfig
+// context and follows it until it ends: replica states and the job's status on status, every
+// replica's log on out. The error carries the exit code (ExitError): nil when the job
+// succeeded, ExitFailed when it failed, ExitUsage when there was nothing valid to submit,
+// ExitTimeout and ExitInterrupted when following stopped first.
 func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
 	if o.Watch && o.File == "-" {
 		return UsageError(errors.New("--watch needs a file to watch, not the standard input"))

@@ -1,5 +1,5 @@
-// Package follow follows a job (a TfJob or an MXJob) while it runs: each change of the job's status and of its
-// replicas' states as one line ("worker-1  Running -> Failed (exit code 137, Error)"), and the
+// Package follow follows a job (a TfJob or an MXJob) while it runs: each change of the job's
+// status and of its replicas' states as one line ("worker-1  Running -> Failed (exit code 137, Error)"), and the
 // logs of every replica, interleaved, each line prefixed with its replica ("worker-1 | ...").
 // Everything comes from watches (informers on the job and on its pods) and from following log
 // streams; nothing polls. A recreated pod (new UID) or a container restarted in place is a new
