@@ -23,9 +23,10 @@ import (
 )
 
 // Status reports on the cluster through the kubeconfig kind keeps for it, whatever the current
-// context (any kind cluster of that name, made by devctl or not): its nodes, the operator, the
-// TfJob CRD, and the TfJobs and MXJobs by state. It fails only when it cannot look (no Docker,
-// no cluster, no API server); what it finds unhealthy it reports.
+// context (any kind cluster of that name, made by devctl or not): its nodes, the operator,
+// nodeprobe and the accelerator config it published, the TfJob CRD, and the TfJobs and MXJobs
+// by state. It fails only when it cannot look (no Docker, no cluster, no API server); what it
+// finds unhealthy it reports.
 func Status(ctx context.Context, name string, out io.Writer) error {
 	if _, err := kindcluster.CheckDocker(ctx); err != nil {
 		return err

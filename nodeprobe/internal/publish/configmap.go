@@ -113,12 +113,15 @@ func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Co
 		}
 		data[KeyConfig] = published
 	}
-	// With no layout left, accelerators.yaml stays as it is.
-	out, err := yaml.Marshal(state)
-	if err != nil {
-		return err
+	// With no layout left, accelerators.yaml stays as it is. A record that never held a layout
+	// is not started: a node without a GPU leaves the operator's ConfigMap as it found it.
+	if _, had := data[KeyLayouts]; had || len(state.Layouts) > 0 || state.Published != "" {
+		out, err := yaml.Marshal(state)
+		if err != nil {
+			return err
+		}
+		data[KeyLayouts] = string(out)
 	}
-	data[KeyLayouts] = string(out)
 	if c := state.Conflicts(); c != nil {
 		out, err := yaml.Marshal(c)
 		if err != nil {

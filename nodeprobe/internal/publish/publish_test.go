@@ -75,6 +75,17 @@ func TestNoGPUNodeNeverEmptiesTheConfig(t *testing.T) {
 		t.Errorf("cpu node summary: %+v", s)
 	}
 
+	// The ConfigMap as the operator's manifests ship it: left exactly as it is.
+	shipped := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name},
+		Data:       map[string]string{KeyConfig: "accelerators: {}\n"},
+	}
+	must(t, p.Client.Create(context.Background(), shipped))
+	publish(t, p, noGPU(cpu))
+	if cm := configMap(t, p); cm.ResourceVersion != shipped.ResourceVersion || len(cm.Data) != 1 {
+		t.Errorf("a node without a GPU wrote the operator's empty ConfigMap: %v", cm.Data)
+	}
+
 	f := debianFinding()
 	publish(t, p, gpu(a, f))
 	before := configMap(t, p)
