@@ -54,7 +54,12 @@ step "Debian base"
 packages=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,ebtables,conntrack,ethtool,socat,procps,ca-certificates,mount,util-linux,kmod,libseccomp2,containerd,runc,containernetworking-plugins,jq,bash
 base="mlkube/node-base:bookworm-$(echo "$packages" | sha256sum | cut -c1-12)"
 if ! docker image inspect "$base" >/dev/null 2>&1; then
-  command -v debootstrap >/dev/null || die "debootstrap is missing: apt-get install debootstrap"
+  if ! command -v debootstrap >/dev/null; then
+    # A fresh test machine has none; Debian's package is all it takes.
+    [ "$(id -u)" = 0 ] || die "debootstrap is missing: apt-get install debootstrap"
+    echo "installing debootstrap" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
   # This machine's own Debian mirror, as apt is configured.
   mirror=$(grep -hoE '^(URIs:|deb) +[^ ]+' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | grep -v -- '-security' | grep -i debian | head -n 1 || true)
   [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt sources"

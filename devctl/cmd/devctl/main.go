@@ -206,7 +206,8 @@ func upCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Create the cluster (if needed) and install the operator built from source",
-		Long: `Up makes sure a kind cluster runs the operator built from this checkout. It creates the
+		Long: `Up makes sure a kind cluster runs the operator (and nodeprobe, which publishes the GPU driver
+config) built from this checkout. It creates the
 cluster from --config (default: clusters/kind.yaml of the checkout, else a single node without
 kindnet), builds the operator image with go build and tags it by its digest, loads it into every
 node, applies the CRDs, RBAC and Deployment with server-side apply, and waits until the operator
