@@ -28,6 +28,12 @@ func main() {
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "jobs reconciled at once")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one of several replicas acts")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's own)")
+	flag.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", operator.DefaultLeaseDuration,
+		"how long a leader's lease lasts without renewal: a leader that dies is replaced within this plus --leader-elect-retry-period")
+	flag.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", operator.DefaultRenewDeadline,
+		"how long the leader keeps trying to renew before it gives up leading (and exits); less than the lease duration")
+	flag.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", operator.DefaultRetryPeriod,
+		"how often candidates try to take the lease and the leader renews it")
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "client-side limit of requests per second to the apiserver; negative turns it off and leaves fairness to the apiserver's priority and fairness")
