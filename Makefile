@@ -64,6 +64,13 @@ down: ## Delete the local cluster.
 bench: ## The operator at scale against the apiserver's floor (docs/performance.md).
 	@hack/control-plane.sh >/dev/null && go run ./operator/bench
 
+.PHONY: chaos
+chaos: ## Faults at full size: 200 jobs under SIGKILLs, an apiserver restart, a leader failover (docs/reliability.md).
+	@assets="$$(hack/control-plane.sh | tail -n 1)" && mkdir -p bin/chaos-logs && \
+	  KUBEBUILDER_ASSETS="$$assets" MLKUBE_REQUIRE_ENVTEST=1 MLKUBE_CHAOS_JOBS=$${MLKUBE_CHAOS_JOBS:-200} \
+	  MLKUBE_CHAOS_SPREAD=$${MLKUBE_CHAOS_SPREAD:-30} MLKUBE_CHAOS_LOGS=$(CURDIR)/bin/chaos-logs \
+	  $(GO) test -count=1 -timeout 30m -v ./operator/chaos/ | grep -E '^(=== RUN|--- |\s+\S+_test.go:|PASS|FAIL|ok)'
+
 .PHONY: node-image
 node-image: ## Build the offline kind node image (cached in Docker's image store).
 	clusters/nodeimage/build.sh

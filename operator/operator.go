@@ -60,12 +60,14 @@ type Options struct {
 }
 
 // The leader election's defaults. A leader that dies without releasing its lease (SIGKILL, a
-// lost node) is replaced once the lease expires: within LeaseDuration plus one RetryPeriod,
-// 12 s. client-go's usual 15 s lease would make that 17 s.
+// lost node) is replaced once the lease expires, as a follower sees it at its next try: within
+// LeaseDuration and two jittered RetryPeriods (up to 2.2 s each), 12.4 s at worst. client-go's
+// usual 15 s lease and 2 s retry would make that up to 24 s. A renewal a second is one small
+// write, nothing to an apiserver.
 const (
-	DefaultLeaseDuration = 10 * time.Second
-	DefaultRenewDeadline = 7 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
+	DefaultLeaseDuration = 8 * time.Second
+	DefaultRenewDeadline = 6 * time.Second
+	DefaultRetryPeriod   = 1 * time.Second
 )
 
 // Scheme knows every type the operator reads or writes.

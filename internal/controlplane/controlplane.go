@@ -17,8 +17,9 @@ import (
 // It finds the binaries in $KUBEBUILDER_ASSETS, else in the repository's bin/k8s. When there
 // are none it returns ErrNoAssets, which tests turn into a skip that says how to get them, except
 // under `make test` (MLKUBE_REQUIRE_ENVTEST=1), where a missing control plane is a failure: the
-// tests that need it must never pass by not running.
-func Start() (*envtest.Environment, *rest.Config, error) {
+// tests that need it must never pass by not running. Options adjust the environment before it
+// starts.
+func Start(options ...func(*envtest.Environment)) (*envtest.Environment, *rest.Config, error) {
 	root := repoRoot()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -36,6 +37,9 @@ func Start() (*envtest.Environment, *rest.Config, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "operator", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	for _, o := range options {
+		o(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {

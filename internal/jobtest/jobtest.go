@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mlkube/mlkube/internal/controlplane"
@@ -30,23 +31,26 @@ import (
 )
 
 var (
-	// Config and Client reach the test control plane once Main started it.
+	// Config and Client reach the test control plane once Main started it; Env is the control
+	// plane itself, for tests that add users or restart the apiserver.
 	Config *rest.Config
 	Client client.Client
+	Env    *envtest.Environment
 	// noControlPlane is why envtest tests skip under a plain `go test` without binaries.
 	noControlPlane error
 )
 
 // Main starts the control plane, calls ready, runs the test binary's tests and exits. Without
 // control-plane binaries the tests that need them skip, saying how to get them; under
-// `make test` (MLKUBE_REQUIRE_ENVTEST) that is a failure instead.
-func Main(m *testing.M, ready func()) {
+// `make test` (MLKUBE_REQUIRE_ENVTEST) that is a failure instead. Options adjust the control
+// plane before it starts.
+func Main(m *testing.M, ready func(), options ...func(*envtest.Environment)) {
 	logger := logr.Discard()
 	if os.Getenv("MLKUBE_TEST_LOG") != "" {
 		logger = zap.New(zap.UseDevMode(true))
 	}
 	ctrl.SetLogger(logger)
-	env, cfg, err := controlplane.Start()
+	env, cfg, err := controlplane.Start(options...)
 	if errors.Is(err, controlplane.ErrNoAssets) {
 		noControlPlane = err
 		os.Exit(m.Run())
@@ -55,7 +59,7 @@ func Main(m *testing.M, ready func()) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	Config = cfg
+	Config, Env = cfg, env
 	Client, err = client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

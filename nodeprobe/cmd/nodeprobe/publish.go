@@ -97,8 +97,10 @@ func runPublish(ctx context.Context, o publishOptions, log logr.Logger) error {
 				log.Info("the node's libnvidia-ml changed since it was loaded; exiting so that the restarted pod loads the new one", "was", loaded, "now", lib)
 				return nil
 			}
-			if report.Finding != nil {
-				log.Info("probed", "finding", report.Finding.Summary())
+			if f := report.Finding; f != nil && f.Degraded() {
+				log.Info("probed; problems met", "finding", f.Summary(), "warnings", f.Warnings)
+			} else if f != nil {
+				log.Info("probed", "finding", f.Summary())
 			} else {
 				log.Info("probed: no GPU", "reason", report.NoGPUReason)
 			}

@@ -48,7 +48,10 @@ func sharedDir(t *tree, dir string) bool {
 	if slices.Contains(systemDirs, dir) {
 		return true
 	}
-	names, _ := t.root.ReadDir(dir)
+	names, err := t.root.ReadDir(dir)
+	if err != nil {
+		return true // what it holds is unknown, so it may hold the C library
+	}
 	for _, n := range names {
 		if n == "libc.so.6" || n == "sh" || strings.HasPrefix(n, "ld-linux") {
 			return true

@@ -87,8 +87,7 @@ func Detect(opts Options) (*Finding, error) {
 }
 
 func detectIn(t *tree, lib found, opts Options) (*Finding, error) {
-	f := &Finding{DriverRoot: opts.Root, NVMLLibrary: t.file(lib).Path, GPUs: []GPU{}, Libraries: []File{}, Binaries: []File{},
-		Warnings: t.warnings()}
+	f := &Finding{DriverRoot: opts.Root, NVMLLibrary: t.file(lib).Path, GPUs: []GPU{}, Libraries: []File{}, Binaries: []File{}}
 	// Load the real file, resolved inside the tree: the link's own target could point outside.
 	f.Loaded = Root(opts.Root).Join(t.host(lib.real))
 	nv := opts.Open(f.Loaded)
@@ -100,7 +99,7 @@ func detectIn(t *tree, lib found, opts Options) (*Finding, error) {
 		}
 		nv.Shutdown()
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
-		return nil, &NoDriverError{Root: opts.Root, Looked: []string{t.host(lib.dir)}, Unloadable: t.file(lib).Path, Warnings: f.Warnings}
+		return nil, &NoDriverError{Root: opts.Root, Looked: []string{t.host(lib.dir)}, Unloadable: t.file(lib).Path, Warnings: t.warnings()}
 	default:
 		// Not a single NVML call more: see initError.
 		nvmlErr = &NVMLError{Reason: initError(ret)}
@@ -134,6 +133,8 @@ func detectIn(t *tree, lib found, opts Options) (*Finding, error) {
 		resources = append(resources, LegacyResource)
 	}
 	f.Config = buildConfig(t, libs, bins, resources)
+	// Only now: the search for the other files notes problems too.
+	f.Warnings = t.warnings()
 	if nvmlErr != nil {
 		f.NVMLError = nvmlErr.Reason
 		return f, nvmlErr

@@ -27,8 +27,9 @@ type Finding struct {
 	GPUs        []GPU  `json:"gpus"`
 	Libraries   []File `json:"libraries"`
 	Binaries    []File `json:"binaries"`
-	// Warnings are problems met on the way that did not stop the search (an unreadable
-	// ld.so.cache).
+	// Warnings are problems met on the way that did not stop the search: an unreadable or
+	// garbled ld.so.cache, a directory that could not be listed, driver files skipped because
+	// they are dangling links, symlink loops or unreadable. Each names the host path.
 	Warnings []string `json:"warnings,omitempty"`
 	// Config is the accelerator config for this node, in the operator's format.
 	Config accelerator.Config `json:"config"`
@@ -37,6 +38,11 @@ type Finding struct {
 	// changes it, and only a new process can load the new library.
 	Loaded string `json:"-"`
 }
+
+// Degraded says the probe met problems (Warnings): the driver's files may be only partly
+// there, so its config may lack some. Publishing never lets a degraded finding replace a
+// config that mounts more (see package publish).
+func (f *Finding) Degraded() bool { return len(f.Warnings) > 0 }
 
 // GPU is one device as NVML lists it.
 type GPU struct {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Root is the node's root file system as nodeprobe sees it: "/" when it runs on the node
@@ -55,7 +56,8 @@ func (r Root) Resolve(hostPath string) (string, error) {
 			continue
 		}
 		if links++; links > maxLinks {
-			return "", fmt.Errorf("%s: too many levels of symbolic links", hostPath)
+			// ELOOP, as the kernel says it, so that callers can tell a loop from other errors.
+			return "", fmt.Errorf("%s: %w", hostPath, syscall.ELOOP)
 		}
 		target, err := os.Readlink(r.Join(next))
 		if err != nil {

@@ -1,8 +1,13 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"slices"
+	"syscall"
 )
 
 // tree is one driver prefix of the node (see driverPrefixes): a root of its own for symlinks
@@ -14,13 +19,22 @@ type tree struct {
 	// there are none when the file is there but unreadable.
 	cache    []LDCacheEntry
 	cacheErr error
+	// problems are driver files and directories that are there but could not be used (see
+	// check), in the order met.
+	problems []string
 }
 
 func newTree(node Root, prefix string) *tree {
 	t := &tree{prefix: prefix, root: Root(node.Join(prefix))}
 	data, err := t.root.ReadFile("/etc/ld.so.cache")
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return t // no cache (a GKE node's driver is not in it anyway)
+	}
+	if err != nil {
+		// There but unreadable is not the same as absent: the search below may miss the
+		// driver, and the finding must say why.
+		t.cacheErr = errors.New(short(err))
+		return t
 	}
 	entries, err := ParseLDCache(data)
 	if err != nil {
@@ -37,10 +51,34 @@ func newTree(node Root, prefix string) *tree {
 
 // warnings say what went wrong while reading the tree.
 func (t *tree) warnings() []string {
-	if t.cacheErr == nil {
-		return nil
+	var out []string
+	if t.cacheErr != nil {
+		out = append(out, fmt.Sprintf("%s unreadable (%v); searched the usual directories only", t.host("/etc/ld.so.cache"), t.cacheErr))
 	}
-	return []string{fmt.Sprintf("%s unreadable (%v); searched the usual directories only", t.host("/etc/ld.so.cache"), t.cacheErr)}
+	return append(out, t.problems...)
+}
+
+// problem notes a driver file or directory that is there but unusable, once however many
+// searches meet it.
+func (t *tree) problem(format string, args ...any) {
+	if msg := fmt.Sprintf(format, args...); !slices.Contains(t.problems, msg) {
+		t.problems = append(t.problems, msg)
+	}
+}
+
+// short says what is wrong in words that hold on any node: the path nodeprobe used (under
+// /host, or a test's temp dir) is left out, messages name host paths themselves.
+func short(err error) string {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return "symlink loop"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied"
+	case errors.As(err, &pe):
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // host turns a path inside the tree into a host path.
@@ -75,7 +113,10 @@ func (t *tree) published(f found) string {
 func (t *tree) inDir(dir, name string, so bool, version, by string) (found, bool) {
 	file := name
 	if so {
-		names, _ := t.root.ReadDir(dir)
+		names, err := t.root.ReadDir(dir)
+		if err != nil {
+			t.problem("cannot list %s: %s", t.host(dir), short(err))
+		}
 		var ok bool
 		if file, ok = pickSOName(name, names, version); !ok {
 			return found{}, false
@@ -84,20 +125,52 @@ func (t *tree) inDir(dir, name string, so bool, version, by string) (found, bool
 	return t.check(path.Join(dir, file), by)
 }
 
-// check resolves a candidate; dangling links and directories do not count.
+// check resolves a candidate. A name that is not there is simply not found. A name that is
+// there but leads to no file nodeprobe can read (a dangling link, a loop, a directory, a file
+// without read permission) is not found either, but noted: a broken or half-removed driver must
+// say what is broken, and a finding with problems is degraded (Finding.Degraded).
 func (t *tree) check(p, by string) (found, bool) {
-	if !t.root.IsFile(p) {
+	canon, err := t.root.Canonical(p)
+	if err == nil {
+		_, err = os.Lstat(t.root.Join(canon))
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		return found{}, false
 	}
-	dir, err := t.root.Resolve(path.Dir(p))
 	if err != nil {
+		t.problem("%s: %s; not used", t.host(p), short(err))
 		return found{}, false
 	}
-	real, err := t.root.Resolve(p)
+	what := t.host(canon)
+	if target, err := os.Readlink(t.root.Join(canon)); err == nil {
+		what += " -> " + target
+	}
+	real, err := t.root.Resolve(canon)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.problem("%s: dangling symlink; not used", what)
+		return found{}, false
+	}
 	if err != nil {
+		t.problem("%s: %s; not used", what, short(err))
 		return found{}, false
 	}
-	return found{name: path.Base(p), dir: dir, real: real, by: by}, true
+	if fi, err := os.Stat(t.root.Join(real)); err != nil || !fi.Mode().IsRegular() {
+		why := "not a regular file"
+		if err != nil {
+			why = short(err)
+		}
+		t.problem("%s: %s; not used", what, why)
+		return found{}, false
+	}
+	// The kubelet mounts it as root, but NVML (here) and most GPU containers read it as
+	// another user: a file nodeprobe cannot read would be mounted and fail to load.
+	fd, err := os.Open(t.root.Join(real))
+	if err != nil {
+		t.problem("%s: cannot read (%s); not used", what, short(err))
+		return found{}, false
+	}
+	fd.Close()
+	return found{name: path.Base(p), dir: path.Dir(canon), real: real, by: by}, true
 }
 
 // inCache looks a library up in the tree's ld.so.cache.

@@ -43,12 +43,15 @@ type change struct {
 	cm              *corev1.ConfigMap
 	before, after   State
 	wrote, conflict bool
+	// held says why a degraded layout was not recorded ("" when it was, or was not degraded).
+	held string
 }
 
-// record updates the ConfigMap with this node's layout (cfg nil: the node has none). Every
-// write is a read-modify-write guarded by the resourceVersion read, so two nodes writing at
-// once cannot lose each other's record: the loser gets a conflict, reads again and retries.
-func (p *Publisher) record(ctx context.Context, node string, cfg *accelerator.Config) (change, error) {
+// record updates the ConfigMap with this node's layout (cfg nil: the node has none; degraded:
+// see Publish). Every write is a read-modify-write guarded by the resourceVersion read, so two
+// nodes writing at once cannot lose each other's record: the loser gets a conflict, reads again
+// and retries.
+func (p *Publisher) record(ctx context.Context, node string, cfg *accelerator.Config, degraded bool) (change, error) {
 	var ch change
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	err := retry.RetryOnConflict(conflictBackoff, func() error {
@@ -63,7 +66,7 @@ func (p *Publisher) record(ctx context.Context, node string, cfg *accelerator.Co
 				Namespace: p.Namespace, Name: p.Name,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "nodeprobe"},
 			}}
-			if err := p.apply(&cm, node, cfg, &ch); err != nil || !ch.wrote {
+			if err := p.apply(&cm, node, cfg, degraded, &ch); err != nil || !ch.wrote {
 				return err
 			}
 			err := p.Client.Create(ctx, &cm)
@@ -76,7 +79,7 @@ func (p *Publisher) record(ctx context.Context, node string, cfg *accelerator.Co
 		if err != nil {
 			return err
 		}
-		if err := p.apply(&cm, node, cfg, &ch); err != nil || !ch.wrote {
+		if err := p.apply(&cm, node, cfg, degraded, &ch); err != nil || !ch.wrote {
 			return err
 		}
 		return p.Client.Update(ctx, &cm)
@@ -88,7 +91,7 @@ func (p *Publisher) record(ctx context.Context, node string, cfg *accelerator.Co
 }
 
 // apply computes the ConfigMap's new data in place and says in ch whether it changed.
-func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Config, ch *change) error {
+func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Config, degraded bool, ch *change) error {
 	var state State
 	if data := cm.Data[KeyLayouts]; data != "" {
 		if err := yaml.Unmarshal([]byte(data), &state); err != nil {
@@ -99,7 +102,16 @@ func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Co
 		}
 	}
 	ch.before = copyState(state)
-	state.Record(node, cfg)
+	if degraded && cfg != nil {
+		if has, gets := driverVolumes(cm.Data[KeyConfig]), len(cfg.Accelerators[driver.Resource].Volumes); gets < has {
+			// The node's earlier record, if any, stays: it still counts for the layout it
+			// reported while its driver was intact.
+			ch.held = fmt.Sprintf("this probe met problems and its config mounts %d driver volumes, fewer than the %d of the published %s, which is kept", gets, has, KeyConfig)
+		}
+	}
+	if ch.held == "" {
+		state.Record(node, cfg)
+	}
 	chosen := state.Choose()
 
 	data := maps.Clone(cm.Data)
@@ -155,6 +167,16 @@ func withLayout(current string, layout accelerator.Config) (string, error) {
 	maps.Copy(merged.Accelerators, layout.Accelerators)
 	out, err := yaml.Marshal(merged)
 	return string(out), err
+}
+
+// driverVolumes counts the volumes a published config mounts for nvidia.com/gpu: a config
+// the operator would refuse mounts none.
+func driverVolumes(published string) int {
+	cfg, err := accelerator.Parse([]byte(published))
+	if published == "" || err != nil {
+		return 0
+	}
+	return len(cfg.Accelerators[driver.Resource].Volumes)
 }
 
 func copyState(s State) State {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,9 @@ const (
 	ReasonPublished = "DriverConfigPublished"
 	// ReasonConflict: GPU nodes report different layouts, and which ones changed.
 	ReasonConflict = "DriverLayoutConflict"
+	// ReasonDegraded: a node's probe met problems; the note says what they are and whether
+	// its layout was recorded.
+	ReasonDegraded = "DegradedDriverProbe"
 )
 
 // event records what a write changed, as events on the ConfigMap: kubectl describe shows them
@@ -33,6 +37,15 @@ func (p *Publisher) event(ctx context.Context, node string, ch change) {
 			fmt.Sprintf("GPU nodes report %d driver layouts: %s; published: %s. See conflicts.yaml.",
 				len(ch.after.Layouts), ch.after.summary(), ch.after.Published))
 	}
+}
+
+func (p *Publisher) degradedEvent(ctx context.Context, r Report, ch change) {
+	outcome := "its layout " + LayoutID(r.Finding.Config) + " is recorded: it mounts no fewer driver volumes than " + KeyConfig
+	if ch.held != "" {
+		outcome = "not published: " + ch.held
+	}
+	p.emit(ctx, r.Node, ch, corev1.EventTypeWarning, ReasonDegraded,
+		fmt.Sprintf("%s; node %s: %s", outcome, r.Node, strings.Join(r.Finding.Warnings, "; ")))
 }
 
 func (p *Publisher) emit(ctx context.Context, node string, ch change, typ, reason, note string) {

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,8 +20,8 @@ import (
 )
 
 // The DaemonSet's manifests apply cleanly, agree with each other, and its pod is admitted where
-// it runs; the same pod would be refused in the operator's restricted namespace, which is why
-// nodeprobe has its own.
+// it runs; the same pod would be refused under baseline and in the operator's restricted
+// namespace, for its hostPath alone, which is why nodeprobe has a privileged namespace of its own.
 func TestDaemonSetManifests(t *testing.T) {
 	if noControlPlane != nil {
 		t.Skip(noControlPlane)
@@ -66,18 +68,60 @@ func TestDaemonSetManifests(t *testing.T) {
 	pod.Spec.NodeName = "some-node"
 	must(t, k8s.Create(ctx, pod))
 
-	// The operator's namespace enforces restricted: there the pod is refused for its hostPath.
+	// Why nodeprobe's namespace is privileged: baseline and restricted (mlkube-system's level)
+	// both refuse the pod, for its read-only hostPath of the host's root and for nothing else.
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "operator", "config", "manager", "namespace.yaml"))
 	must(t, err)
 	var opNS corev1.Namespace
 	must(t, yaml.Unmarshal(data, &opNS))
-	restricted := setup(t).Namespace
+	restricted := podSecurityNamespace(t, opNS.Labels)
+	for level, tc := range map[string]struct{ ns, why string }{
+		"baseline": {podSecurityNamespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}),
+			`hostPath volumes (volume "host")`},
+		"restricted": {restricted, `restricted volume types (volume "host" uses restricted volume type "hostPath")`},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, GenerateName: "nodeprobe-"}, Spec: spec}
+		err := k8s.Create(ctx, pod, client.DryRunAll)
+		// The whole list of violations: any other would be listed here too.
+		want := `violates PodSecurity "` + level + `:latest": ` + tc.why
+		if !apierrors.IsForbidden(err) || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("under %s: %v, want refused with only %q", level, err, want)
+		}
+	}
+	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: restricted, GenerateName: "nodeprobe-"}, Spec: *spec.DeepCopy()}
+	withoutHostPaths(&pod.Spec)
+	if err := k8s.Create(ctx, pod, client.DryRunAll); err != nil {
+		t.Errorf("without its hostPath volumes, under restricted (%v): %v", opNS.Labels, err)
+	}
+}
+
+// podSecurityNamespace is a new namespace with labels, the Pod Security policy pinned to the
+// newest version (as an unlabelled version would be), and nodeprobe's ServiceAccount, without
+// which the ServiceAccount admission plugin refuses its pod before Pod Security looks.
+func podSecurityNamespace(t *testing.T, labels map[string]string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := setup(t).Namespace
 	var ns corev1.Namespace
-	must(t, k8s.Get(ctx, client.ObjectKey{Name: restricted}, &ns))
-	ns.Labels = opNS.Labels
+	must(t, k8s.Get(ctx, client.ObjectKey{Name: name}, &ns))
+	ns.Labels = maps.Clone(labels)
+	ns.Labels["pod-security.kubernetes.io/enforce-version"] = "latest"
 	must(t, k8s.Update(ctx, &ns))
-	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: restricted, GenerateName: "nodeprobe-"}, Spec: spec}
-	if err := k8s.Create(ctx, pod); err == nil || !strings.Contains(err.Error(), "hostPath") {
-		t.Errorf("in a namespace labelled like mlkube-system (%v): %v, want refused for hostPath", opNS.Labels, err)
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "nodeprobe"}}))
+	return name
+}
+
+// withoutHostPaths removes the hostPath volumes and every mount of them.
+func withoutHostPaths(spec *corev1.PodSpec) {
+	var removed []string
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool {
+		if v.HostPath != nil {
+			removed = append(removed, v.Name)
+		}
+		return v.HostPath != nil
+	})
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return slices.Contains(removed, m.Name) })
 	}
 }

@@ -28,6 +28,11 @@ type NodeSummary struct {
 	Layout    string   `json:"layout,omitempty"`
 	Libraries []string `json:"libraries,omitempty"`
 	Binaries  []string `json:"binaries,omitempty"`
+	// Warnings are the problems the probe met (broken driver files, an unreadable
+	// ld.so.cache), each naming the host path.
+	Warnings []string `json:"warnings,omitempty"`
+	// NotPublished says why this node's layout was not recorded in the ConfigMap.
+	NotPublished string `json:"notPublished,omitempty"`
 }
 
 // Summarize turns a probe's outcome into the annotation's value.
@@ -38,7 +43,7 @@ func Summarize(r Report) NodeSummary {
 	}
 	s := NodeSummary{
 		GPU: true, Reason: f.NVMLError, DriverVersion: f.DriverVersion, CUDADriverVersion: f.CUDADriverVersion,
-		GPUs: len(f.GPUs), Layout: LayoutID(f.Config),
+		GPUs: len(f.GPUs), Layout: LayoutID(f.Config), Warnings: f.Warnings,
 	}
 	for _, g := range f.GPUs {
 		if g.Name != "" && !slices.Contains(s.Models, g.Name) {

@@ -31,7 +31,7 @@ func (p *Publisher) prune(ctx context.Context, self string, state State) error {
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	ch, err := p.record(ctx, node, nil)
+	ch, err := p.record(ctx, node, nil, false)
 	if err == nil && ch.wrote {
 		p.Log.Info("forgot a node that no longer exists", "node", node, "published", ch.after.Published)
 		p.event(ctx, self, ch)
