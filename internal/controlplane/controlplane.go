@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -20,6 +21,9 @@ import (
 // tests that need it must never pass by not running. Options adjust the environment before it
 // starts.
 func Start(options ...func(*envtest.Environment)) (*envtest.Environment, *rest.Config, error) {
+	if fuzzing() {
+		return nil, nil, errFuzzing
+	}
 	root := repoRoot()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -50,6 +54,26 @@ func Start(options ...func(*envtest.Environment)) (*envtest.Environment, *rest.C
 
 // ErrNoAssets says the control-plane binaries are not built.
 var ErrNoAssets = fmt.Errorf("control plane binaries not built: run `make test` (or hack/control-plane.sh) to build kube-apiserver and etcd")
+
+// errFuzzing is an ErrNoAssets: callers skip their envtest tests as they do without binaries.
+var errFuzzing = fmt.Errorf("no control plane while fuzzing: %w", ErrNoAssets)
+
+// fuzzing says whether this test binary runs under `go test -fuzz`. The fuzzer starts the binary
+// again for every worker and runs no test in them; a control plane per worker would cost seconds
+// each and outlive the workers, which the fuzzer kills when its time is up.
+func fuzzing() bool {
+	args := os.Args[1:]
+	for i, a := range args {
+		a = "-" + strings.TrimLeft(a, "-")
+		switch {
+		case strings.HasPrefix(a, "-test.fuzzworker"),
+			strings.HasPrefix(a, "-test.fuzz=") && a != "-test.fuzz=",
+			a == "-test.fuzz" && i+1 < len(args) && args[i+1] != "":
+			return true
+		}
+	}
+	return false
+}
 
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)

@@ -135,7 +135,7 @@ func parallel(n int, f func(i int) error) error {
 
 // runFloor creates the pods and services of n jobs directly, as fast as the apiserver takes them.
 func runFloor(n int) (time.Duration, float64) {
-	env, _, c := start()
+	env, cfg, c := start()
 	defer env.Stop()
 	ctx := context.Background()
 	check(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "floor"}}))
@@ -157,6 +157,7 @@ func runFloor(n int) (time.Duration, float64) {
 		}
 	}
 	api0 := apiserverCPU()
+	defer profile(cfg, fmt.Sprintf("floor-%d", n))()
 	t0 := time.Now()
 	check(parallel(len(objs)*2, func(i int) error {
 		o := objs[i/2]
@@ -198,6 +199,7 @@ func runOperator(bin string, n int) result {
 	time.Sleep(2 * time.Second) // the operator's caches sync
 	api0, op0 := apiserverCPU(), procCPU(op.Process.Pid)
 	req0 := requests(cfg)
+	stopProfile := profile(cfg, fmt.Sprintf("operator-%d", n))
 
 	t0 := time.Now()
 	check(parallel(n, func(i int) error { return c.Create(ctx, job("bench", i)) }))
@@ -227,6 +229,7 @@ func runOperator(bin string, n int) result {
 		time.Sleep(200 * time.Millisecond)
 	}
 	took := time.Since(t0)
+	stopProfile()
 	r := result{took: took, rssMiB: peakRSS(op.Process.Pid) / 1024, cpu: procCPU(op.Process.Pid) - op0, apiCPU: apiserverCPU() - api0}
 	r.perJob = map[string]float64{}
 	for k, v := range requests(cfg) {
@@ -243,6 +246,33 @@ func runOperator(bin string, n int) result {
 		check(fmt.Errorf("%d pods and %d services for %d jobs", len(pods.Items), len(svcs.Items), n))
 	}
 	return r
+}
+
+// profile records the apiserver's CPU profile for BENCH_PROFILE_SECONDS (default 10) into
+// $BENCH_PROFILE/apiserver-<name>.pprof when BENCH_PROFILE is set, to see where its time goes
+// (go tool pprof -top). The returned func waits for it.
+func profile(cfg *rest.Config, name string) (wait func()) {
+	dir := os.Getenv("BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	seconds := os.Getenv("BENCH_PROFILE_SECONDS")
+	if seconds == "" {
+		seconds = "10"
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rc, err := rest.HTTPClientFor(cfg)
+		check(err)
+		resp, err := rc.Get(strings.TrimRight(cfg.Host, "/") + "/debug/pprof/profile?seconds=" + seconds)
+		check(err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		check(err)
+		check(os.WriteFile(filepath.Join(dir, "apiserver-"+name+".pprof"), data, 0o644))
+	}()
+	return func() { <-done }
 }
 
 // procCPU is a process's user+system CPU seconds, from /proc.
