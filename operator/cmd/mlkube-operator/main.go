@@ -29,7 +29,7 @@ func main() {
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one of several replicas acts")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's own)")
 	flag.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", operator.DefaultLeaseDuration,
-		"how long a leader's lease lasts without renewal: a leader that dies is replaced within this plus --leader-elect-retry-period")
+		"how long a leader's lease lasts without renewal: a leader that dies without releasing it is replaced once it expires")
 	flag.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", operator.DefaultRenewDeadline,
 		"how long the leader keeps trying to renew before it gives up leading (and exits); less than the lease duration")
 	flag.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", operator.DefaultRetryPeriod,
