@@ -33,6 +33,13 @@ test: ## Run every test against a real control plane (builds it first when missi
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }
 	@assets="$$(hack/control-plane.sh | tail -n 1)" && \
 	  KUBEBUILDER_ASSETS="$$assets" MLKUBE_REQUIRE_ENVTEST=1 MLKUBE_REQUIRE_TMUX=1 $(GO) test -count=1 ./...
+	@# Every fuzzer for a few seconds: a count, not a duration, which Go 1.26 can fail on its own
+	@# at the deadline (go.dev/issue/75804). `make fuzz` runs them longer.
+	FUZZTIME=1000x hack/fuzz.sh
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10s; docs/reliability.md).
+	hack/fuzz.sh
 
 .PHONY: lint
 lint: ## gofmt and go vet.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -42,6 +43,11 @@ type EnvVar struct {
 func Parse(data []byte) (*Config, error) {
 	var c Config
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		if strings.Contains(err.Error(), "unsupported map key of type: %!s(<nil>)") {
+			// sigs.k8s.io/yaml's words for a null mapping key (~: x), through a broken
+			// format verb: "unsupported map key of type: %!s(<nil>), key: <nil>, ...".
+			err = errors.New("a mapping key is null (~ or null); keys must be names, such as accelerators")
+		}
 		return nil, fmt.Errorf("accelerator config is not valid YAML of the expected shape: %w", err)
 	}
 	return &c, c.Validate()
@@ -50,6 +56,11 @@ func Parse(data []byte) (*Config, error) {
 // Validate checks names and paths; every error names its field.
 func (c *Config) Validate() error {
 	var errs []error
+	// A pod has one volume of a name, whichever resources its containers ask for, so a name
+	// that two resources share must be the same host path (nodeprobe writes the same volumes
+	// under each of a node's resource names); else a container could get another's driver.
+	type firstUse struct{ at, hostPath string }
+	shared := map[string]firstUse{}
 	for _, res := range c.resources() {
 		a := c.Accelerators[res]
 		at := fmt.Sprintf("accelerators[%q]", res)
@@ -64,6 +75,10 @@ func (c *Config) Validate() error {
 			}
 			if names[v.Name] {
 				errs = append(errs, fmt.Errorf("%s.name %q: used twice", f, v.Name))
+			} else if first, ok := shared[v.Name]; ok && first.hostPath != v.HostPath {
+				errs = append(errs, fmt.Errorf("%s.name %q: %s already gives this name to hostPath %q, and a pod has one volume per name: rename one of them", f, v.Name, first.at, first.hostPath))
+			} else if !ok {
+				shared[v.Name] = firstUse{at: f, hostPath: v.HostPath}
 			}
 			names[v.Name] = true
 			if !path.IsAbs(v.HostPath) {

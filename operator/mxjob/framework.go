@@ -3,7 +3,9 @@
 package mxjob
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +64,9 @@ func (Framework) Decider([]replicajob.Replica) string { return string(v1beta1.MX
 // Env is what MXNet's parameter-server runtime (ps-lite) reads to join the cluster: the
 // replica's role, where the scheduler is, and how many servers and workers to wait for.
 func (Framework) Env(job client.Object, replicas []replicajob.Replica, typ string, index int) ([]corev1.EnvVar, error) {
+	if err := checkReplicas(replicas, typ, index); err != nil {
+		return nil, err
+	}
 	counts := map[string]int32{}
 	var scheduler *replicajob.Replica
 	for i, r := range replicas {
@@ -69,9 +74,6 @@ func (Framework) Env(job client.Object, replicas []replicajob.Replica, typ strin
 		if r.Type == string(v1beta1.MXReplicaScheduler) {
 			scheduler = &replicas[i]
 		}
-	}
-	if scheduler == nil {
-		return nil, fmt.Errorf("MXJob %s has no SCHEDULER group", job.GetName())
 	}
 	host := replicajob.Host(job, scheduler.Type, 0, scheduler.Port)
 	host = host[:strings.LastIndex(host, ":")]
@@ -82,4 +84,43 @@ func (Framework) Env(job client.Object, replicas []replicajob.Replica, typ strin
 		{Name: "DMLC_NUM_SERVER", Value: fmt.Sprint(counts[string(v1beta1.MXReplicaServer)])},
 		{Name: "DMLC_NUM_WORKER", Value: fmt.Sprint(counts[string(v1beta1.MXReplicaWorker)])},
 	}, nil
+}
+
+// checkReplicas names each replica group field that would make the env wrong, as the CRD
+// would (a type outside its enum or used twice, which DMLC_NUM_* cannot count; replicas outside
+// 1-10000, or a SCHEDULER group of more than one; a port outside 1-65535), a missing SCHEDULER
+// group, and a replica asked for that is none of the job's. The apiserver refuses such jobs;
+// this keeps one stored before a rule existed from starting with a wrong env.
+func checkReplicas(replicas []replicajob.Replica, typ string, index int) error {
+	types := []v1beta1.MXReplicaType{v1beta1.MXReplicaScheduler, v1beta1.MXReplicaServer, v1beta1.MXReplicaWorker}
+	var errs []error
+	first := map[string]int{}
+	task := false
+	for i, r := range replicas {
+		at := fmt.Sprintf("replicaSpecs[%d]", i)
+		if !slices.Contains(types, v1beta1.MXReplicaType(r.Type)) {
+			errs = append(errs, fmt.Errorf("%s.mxReplicaType %q: not one of %v", at, r.Type, types))
+		} else if j, twice := first[r.Type]; twice {
+			errs = append(errs, fmt.Errorf("%s.mxReplicaType %s: replicaSpecs[%d] is of this type too; a type has one group", at, r.Type, j))
+		} else {
+			first[r.Type] = i
+		}
+		switch {
+		case r.Replicas < 1 || r.Replicas > 10000:
+			errs = append(errs, fmt.Errorf("%s.replicas %d: must be 1 to 10000", at, r.Replicas))
+		case r.Type == string(v1beta1.MXReplicaScheduler) && r.Replicas != 1:
+			errs = append(errs, fmt.Errorf("%s.replicas %d: the SCHEDULER group has exactly one replica", at, r.Replicas))
+		}
+		if r.Port < 1 || r.Port > 65535 {
+			errs = append(errs, fmt.Errorf("%s.port %d: must be 1 to 65535", at, r.Port))
+		}
+		task = task || (r.Type == typ && index >= 0 && index < int(r.Replicas))
+	}
+	if _, ok := first[string(v1beta1.MXReplicaScheduler)]; !ok {
+		errs = append(errs, errors.New("replicaSpecs has no SCHEDULER group: every replica finds the cluster through it"))
+	}
+	if !task {
+		errs = append(errs, fmt.Errorf("replica %q %d: not one of the job's", typ, index))
+	}
+	return errors.Join(errs...)
 }

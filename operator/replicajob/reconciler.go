@@ -161,6 +161,14 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		created, err := e.create(ctx, job, groups, replicas)
+		if invalid := (specError{}); errors.As(err, &invalid) {
+			fail(status, "InvalidSpec", invalid.Error(), now)
+			if err := e.writeStatus(ctx, job, base, status, now); err != nil {
+				return reconcile.Result{}, err
+			}
+			e.record(job, event{kind: corev1.EventTypeWarning, reason: "InvalidSpec", action: "Create", note: invalid.Error()})
+			return reconcile.Result{}, nil
+		}
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -247,6 +255,14 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
+// specError is a job whose pods its framework cannot build: a TF_CONFIG too long for the kernel
+// to pass to a process, a shape the CRD's rules should have refused (a job stored before a rule
+// existed). Trying again cannot help; the job fails, saying why.
+type specError struct{ err error }
+
+func (s specError) Error() string { return s.err.Error() }
+func (s specError) Unwrap() error { return s.err }
+
 // createFanOut is how many creates of one job are in flight at once. A job's pods and services
 // do not depend on each other, and creating them one by one would make a large job's start
 // time the sum of its round trips.
@@ -263,7 +279,7 @@ func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Repli
 		if r.pod == nil {
 			pod, err := e.newPod(job, groups, r.group, r.index)
 			if err != nil {
-				return "", fmt.Errorf("building pod %s: %w", r.name, err)
+				return "", specError{fmt.Errorf("cannot build pod %s: %w", r.name, err)}
 			}
 			objs = append(objs, pod)
 		}

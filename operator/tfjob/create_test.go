@@ -3,6 +3,7 @@ package tfjob_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -126,4 +127,25 @@ func equalCluster(a, b map[string][]string) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// A job the CRD accepts but no container could start with (its TF_CONFIG longer than the 128 KiB
+// Linux passes in one environment variable) fails at once, saying why, and creates nothing;
+// it is not retried in silence.
+func TestJobWhosePodsCannotBeBuiltFails(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	name := "a-long-job-name-that-makes-every-address-longer" // 48 characters, the CRD's most
+	job := newJob(ns, name, replicaGroup(v1beta1.TfReplicaMaster, 1), replicaGroup(v1beta1.TfReplicaWorker, 1500))
+	must(t, k8s.Create(context.Background(), job))
+
+	job = waitJob(t, ns, name, "failed", inState(v1beta1.JobStateFailed, v1beta1.JobPhaseFailed))
+	failed := condition(job, v1beta1.JobFailed)
+	if failed == nil || failed.Reason != "InvalidSpec" || !strings.Contains(failed.Message, "TF_CONFIG would be") || !strings.Contains(failed.Message, "fewer replicas") {
+		t.Errorf("Failed condition %+v, want reason InvalidSpec naming the TF_CONFIG size and the fix", failed)
+	}
+	waitEvent(t, ns, name, "InvalidSpec", "TF_CONFIG would be")
+	if pods, svcs := listPods(t, ns), listServices(t, ns); len(pods)+len(svcs) != 0 {
+		t.Errorf("%d pods and %d services created for a job that cannot run", len(pods), len(svcs))
+	}
 }

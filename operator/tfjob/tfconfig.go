@@ -2,6 +2,9 @@ package tfjob
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,11 +26,24 @@ type Task struct {
 	Index int    `json:"index"`
 }
 
+// maxEnvString is the most bytes Linux takes for one NAME=value string of a new process's
+// environment, NUL included (MAX_ARG_STRLEN: 32 pages of 4 KiB). A container given a longer
+// TF_CONFIG cannot start at all ("argument list too long").
+const maxEnvString = 32 * 4096
+
 // TFConfig builds the TF_CONFIG of replica (typ, index). The cluster lists every replica's
 // address by its lower-case type (master, chief, worker, ps). Evaluators are left out of the
 // cluster: TensorFlow runs them beside the cluster, not in it, and rejects a cluster spec that
 // lists them; an evaluator still gets the cluster and its own task.
+//
+// The apiserver refuses the jobs that would give a wrong TF_CONFIG; the groups are checked
+// again here, naming the field, so that no such job (one stored before a rule existed, say)
+// gets one. A TF_CONFIG too long for an environment variable is an error, not a pod that
+// cannot start.
 func TFConfig(job client.Object, replicas []replicajob.Replica, typ string, index int) (string, error) {
+	if err := checkReplicas(replicas, typ, index); err != nil {
+		return "", err
+	}
 	cfg := Config{Cluster: map[string][]string{}, Task: Task{Type: strings.ToLower(typ), Index: index}, Environment: "cloud"}
 	for _, r := range replicas {
 		if r.Type == string(v1beta1.TfReplicaEvaluator) {
@@ -39,5 +55,43 @@ func TFConfig(job client.Object, replicas []replicajob.Replica, typ string, inde
 		}
 	}
 	b, err := json.Marshal(cfg)
-	return string(b), err
+	if err != nil {
+		return "", err
+	}
+	if size := len("TF_CONFIG=") + len(b) + 1; size > maxEnvString {
+		return "", fmt.Errorf("TF_CONFIG would be %d bytes, over the %d bytes Linux allows one environment variable, "+
+			"so the container could not start: use fewer replicas, or a shorter job name or namespace", size, maxEnvString)
+	}
+	return string(b), nil
+}
+
+// checkReplicas names each replica group field that would make TF_CONFIG wrong (as the CRD
+// would: a type outside its enum or used twice, replicas outside 1-10000, a port outside
+// 1-65535), and a task that is none of the job's replicas.
+func checkReplicas(replicas []replicajob.Replica, typ string, index int) error {
+	types := []v1beta1.TfReplicaType{v1beta1.TfReplicaMaster, v1beta1.TfReplicaChief, v1beta1.TfReplicaWorker, v1beta1.TfReplicaPS, v1beta1.TfReplicaEvaluator}
+	var errs []error
+	first := map[string]int{}
+	task := false
+	for i, r := range replicas {
+		at := fmt.Sprintf("replicaSpecs[%d]", i)
+		if !slices.Contains(types, v1beta1.TfReplicaType(r.Type)) {
+			errs = append(errs, fmt.Errorf("%s.tfReplicaType %q: not one of %v", at, r.Type, types))
+		} else if j, twice := first[r.Type]; twice {
+			errs = append(errs, fmt.Errorf("%s.tfReplicaType %s: replicaSpecs[%d] is of this type too; a type has one group", at, r.Type, j))
+		} else {
+			first[r.Type] = i
+		}
+		if r.Replicas < 1 || r.Replicas > 10000 {
+			errs = append(errs, fmt.Errorf("%s.replicas %d: must be 1 to 10000", at, r.Replicas))
+		}
+		if r.Port < 1 || r.Port > 65535 {
+			errs = append(errs, fmt.Errorf("%s.tfPort %d: must be 1 to 65535", at, r.Port))
+		}
+		task = task || (r.Type == typ && index >= 0 && index < int(r.Replicas))
+	}
+	if !task {
+		errs = append(errs, fmt.Errorf("task %q %d: not one of the job's replicas", typ, index))
+	}
+	return errors.Join(errs...)
 }

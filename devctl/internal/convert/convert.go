@@ -85,12 +85,21 @@ func Split(data []byte) ([][]byte, error) {
 		}
 		j, err := yaml.YAMLToJSONStrict(doc)
 		if err != nil {
-			return nil, fmt.Errorf("document %d is not YAML or JSON: %w", len(docs)+1, err)
+			return nil, fmt.Errorf("document %d is not YAML or JSON: %w", len(docs)+1, nullKey(err))
 		}
 		if string(bytes.TrimSpace(j)) != "null" {
 			docs = append(docs, doc)
 		}
 	}
+}
+
+// nullKey puts in words what sigs.k8s.io/yaml reports, through a broken format verb, for a
+// mapping key that is null (~: x): "unsupported map key of type: %!s(<nil>), key: <nil>, ...".
+func nullKey(err error) error {
+	if strings.Contains(err.Error(), "unsupported map key of type: %!s(<nil>)") {
+		return errors.New("a mapping key is null (~ or null); keys must be names, such as apiVersion")
+	}
+	return err
 }
 
 func convert(data []byte) (*Result, error) {

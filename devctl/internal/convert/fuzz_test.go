@@ -3,6 +3,8 @@ package convert
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,9 +23,13 @@ func groupCount(job client.Object) int {
 	return 0
 }
 
+// saysWhere is how every error of convert opens: the document, the manifest, or the path of
+// the field at fault.
+var saysWhere = regexp.MustCompile(`^(document \d+[ :]|this is |the manifest |spec\b|metadata\b)`)
+
 // FuzzConvert feeds convert (without Convert's recover, so that a panic shows) anything at all,
 // starting from the test inputs and the samples. Whatever it gets, it must not panic; an error
-// must say something; a result must be a job with a replica group, whose YAML reads back as
+// must say where and why; a result must be a job with a replica group, whose YAML reads back as
 // today's API. Run it with: go test ./devctl/internal/convert -run '^$' -fuzz FuzzConvert -fuzztime 20s
 func FuzzConvert(f *testing.F) {
 	var seeds []string
@@ -53,6 +59,10 @@ func FuzzConvert(f *testing.F) {
 		"apiVersion: kubeflow.org/v1alpha1\nkind: MXJob\nspec: {jobMode: local, replicaSpecs: [{PsRootPort: 1, template: {spec: {containers: [{name: mxnet}]}}}]}",
 		"apiVersion: kubeflow.org/v1\nkind: MXJob\nspec: {jobMode: MXTrain, mxReplicaSpecs: {scheduler: {template: {}}, Tuner: {}}}",
 		"apiVersion: mlkube.io/v1beta1\nkind: MXJob\nspec: {replicaSpecs: [{mxReplicaType: SCHEDULER, port: 0, template: {}}]}",
+		// Regression: a null key was "unsupported map key of type: %!s(<nil>), key: <nil>, ...".
+		"apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {replicas: 1, template: {~: x}}}}",
+		"metadata: {name: [a]}\napiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {}}}",
+		"----", // "document 1: invalid Yaml document separator: -"
 	} {
 		f.Add([]byte(s))
 	}
@@ -60,8 +70,10 @@ func FuzzConvert(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := convert(data)
 		if err != nil {
-			if err.Error() == "" {
-				t.Fatalf("an error with no message for %q", data)
+			// Where, then why: every error opens with the document, the manifest as a whole
+			// or the field at fault; a format verb gone wrong (%!s(<nil>)) says nothing.
+			if msg := err.Error(); !saysWhere.MatchString(msg) || strings.Contains(msg, "%!") {
+				t.Fatalf("the error for %q does not say where and why: %q", data, msg)
 			}
 			return
 		}

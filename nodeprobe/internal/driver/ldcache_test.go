@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -204,14 +205,33 @@ func TestParseLDCacheGarbage(t *testing.T) {
 	}
 }
 
+// ldCacheError is how ParseLDCache's errors open: what of the cache is wrong.
+var ldCacheError = regexp.MustCompile(`^(not an ld\.so\.cache|(old-format )?ld\.so\.cache( truncated)?: |entry \d+ (name|path): string )`)
+
+// FuzzParseLDCache feeds ParseLDCache anything. It must not panic; an error must say what of
+// the cache is wrong; entries must each have taken their 12 bytes or more of the input, and
+// must be what the format can hold: written again by the spec's writer, they read back the same.
+// Run it with: go test ./nodeprobe/internal/driver -run '^$' -fuzz '^FuzzParseLDCache$' -fuzztime 20s
 func FuzzParseLDCache(f *testing.F) {
 	f.Add(sampleCache.newFormat())
 	f.Add(sampleCache.oldFormat(false))
 	f.Add(sampleCache.oldFormat(true))
+	f.Add(ldCacheFile{}.newFormat())
+	f.Add([]byte(ldCacheOldMagic + "\x00\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, err := ParseLDCache(data)
-		if err == nil && len(entries) > len(data) {
-			t.Errorf("%d entries from %d bytes", len(entries), len(data))
+		if err != nil {
+			if !ldCacheError.MatchString(err.Error()) {
+				t.Fatalf("the error for %q does not say what is wrong: %q", data, err)
+			}
+			return
+		}
+		if len(entries)*ldCacheOldEntry > len(data) {
+			t.Fatalf("%d entries from %d bytes", len(entries), len(data))
+		}
+		again, err := ParseLDCache(ldCacheFile{entries: entries}.newFormat())
+		if err != nil || !reflect.DeepEqual(again, entries) {
+			t.Fatalf("entries %+v of %q, written again, read back as %+v, %v", entries, data, again, err)
 		}
 	})
 }

@@ -1,0 +1,381 @@
+package tfjob_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"reflect"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/tfjob"
+)
+
+// maxEnvString is the most bytes Linux lets one "NAME=value" string of a new process's
+// environment be, NUL included (MAX_ARG_STRLEN, 32 pages of 4 KiB): execve fails with E2BIG
+// beyond it, so a container given a longer TF_CONFIG cannot even start.
+const maxEnvString = 32 * 4096
+
+// fuzzTypes are the replica types a fuzzed group picks from: the CRD's enum, then spellings
+// the CRD refuses.
+var fuzzTypes = []string{"MASTER", "CHIEF", "WORKER", "PS", "EVALUATOR", "worker", "Bogus", ""}
+
+// groupBytes is how many bytes of the fuzzed spec make one replica group: the type, replicas
+// (see fuzzReplicas) and port (signed 24 bits: negative, unset, 1-65535 and beyond).
+const groupBytes = 1 + 2 + 3
+
+// outOfRange are the replica counts a negative fuzzed count stands for: the CRD's bounds
+// crossed, and the extremes, which must be refused before anything is allocated for them.
+var outOfRange = []int32{-1, 10001, math.MaxInt32, math.MinInt32}
+
+// bigReplicas marks, in the fuzzer's int16, a count of thousands: one in 64 of the positive
+// values, so that most execs take microseconds, not milliseconds (a big cluster's JSON is
+// 100 KiB or more).
+const bigReplicas = 0x7e00
+
+// fuzzReplicas maps the fuzzer's int16 to a replica count: negative values to the counts of
+// outOfRange, values from bigReplicas to 2000-6088 in steps of 8 (around the count past which
+// TF_CONFIG no longer fits an environment variable: about 4700 with the shortest names), others
+// to 0-127.
+func fuzzReplicas(v int16) int32 {
+	switch {
+	case v < 0:
+		return outOfRange[int(-(v+1))%len(outOfRange)]
+	case v >= bigReplicas:
+		return 2000 + 8*int32(v-bigReplicas)
+	default:
+		return int32(v) % 128
+	}
+}
+
+// tfGroup encodes a replica group for the fuzzer's spec bytes.
+func tfGroup(typ int, replicas int16, port int32) []byte {
+	b := []byte{byte(typ)}
+	b = binary.BigEndian.AppendUint16(b, uint16(replicas))
+	return append(b, byte(port>>16), byte(port>>8), byte(port))
+}
+
+// decodeGroups reads at most 8 groups (the CRD takes 5) from spec.
+func decodeGroups(spec []byte) []v1beta1.TfReplicaSpec {
+	var out []v1beta1.TfReplicaSpec
+	for len(spec) >= groupBytes && len(out) < 8 {
+		port := int32(spec[3])<<16 | int32(spec[4])<<8 | int32(spec[5])
+		port = port << 8 >> 8 // sign-extend the 24 bits
+		out = append(out, v1beta1.TfReplicaSpec{
+			TfReplicaType: v1beta1.TfReplicaType(fuzzTypes[int(spec[0])%len(fuzzTypes)]),
+			Replicas:      fuzzReplicas(int16(binary.BigEndian.Uint16(spec[1:]))),
+			TfPort:        port,
+		})
+		spec = spec[groupBytes:]
+	}
+	return out
+}
+
+var crdName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+
+// crdAccepts is whether the apiserver would store the job: the CRD's schema and CEL rules that
+// bear on TF_CONFIG (operator/api/v1beta1/tfjob_types.go), replicas and port defaulted as
+// the apiserver defaults them.
+func crdAccepts(job *v1beta1.TfJob) bool {
+	if len(job.Name) > 48 || !crdName.MatchString(job.Name) || len(validation.IsDNS1123Label(job.Namespace)) > 0 {
+		return false
+	}
+	groups := job.Spec.ReplicaSpecs
+	if len(groups) < 1 || len(groups) > 5 {
+		return false
+	}
+	seen := map[v1beta1.TfReplicaType]bool{}
+	deciders, leaders := 0, 0
+	for _, g := range groups {
+		switch g.TfReplicaType {
+		case v1beta1.TfReplicaMaster, v1beta1.TfReplicaChief:
+			leaders++
+			deciders++
+			if g.Replicas > 1 {
+				return false
+			}
+		case v1beta1.TfReplicaWorker:
+			deciders++
+		case v1beta1.TfReplicaPS, v1beta1.TfReplicaEvaluator:
+		default:
+			return false
+		}
+		if seen[g.TfReplicaType] {
+			return false // listType=map keyed by tfReplicaType
+		}
+		seen[g.TfReplicaType] = true
+		if g.Replicas < 0 || g.Replicas > 10000 || g.TfPort < 0 || g.TfPort > 65535 {
+			return false
+		}
+	}
+	return leaders <= 1 && deciders >= 1
+}
+
+var (
+	groupFieldError = regexp.MustCompile(`\breplicaSpecs\[(\d+)\]\.(tfReplicaType|replicas|tfPort)\b`)
+	taskError       = regexp.MustCompile(`\btask ("(?:[^"\\]|\\.)*") (-?\d+): `)
+	sizeError       = regexp.MustCompile(`\bTF_CONFIG\b.* \d+ bytes`)
+)
+
+// checkRefusal asserts that err says why TF_CONFIG was not built, and that what it says is so:
+// each replica group field it names is one the apiserver would refuse, a task it names is not
+// one of the job's replicas, a TF_CONFIG it calls too long is near the limit. A job the
+// apiserver would store, asked for one of its replicas, is refused only for its size.
+func checkRefusal(t *testing.T, job *v1beta1.TfJob, typ string, index int, taskInside bool, wantSize int, err error) {
+	t.Helper()
+	msg := err.Error()
+	groups := job.Spec.ReplicaSpecs
+	what := fmt.Sprintf("job %q/%q %s, task %s %d", job.Namespace, job.Name, describe(groups), typ, index)
+	if sizeError.MatchString(msg) {
+		if wantSize < maxEnvString-1024 {
+			t.Fatalf("%s: refused as too long, but its cluster is about %d bytes: %q", what, wantSize, msg)
+		}
+		return
+	}
+	for _, line := range strings.Split(msg, "\n") {
+		if m := groupFieldError.FindStringSubmatch(line); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			if i >= len(groups) {
+				t.Fatalf("%s: the error names group %d of %d: %q", what, i, len(groups), line)
+			}
+			g, bad := groups[i], false
+			switch m[2] {
+			case "tfReplicaType":
+				bad = !slices.Contains(fuzzTypes[:5], string(g.TfReplicaType))
+				for _, other := range groups[:i] {
+					bad = bad || other.TfReplicaType == g.TfReplicaType
+				}
+			case "replicas":
+				bad = g.Replicas < 0 || g.Replicas > 10000
+			case "tfPort":
+				bad = g.TfPort < 0 || g.TfPort > 65535
+			}
+			if !bad {
+				t.Fatalf("%s: the error blames replicaSpecs[%d].%s, which is fine: %q", what, i, m[2], line)
+			}
+			continue
+		}
+		if taskError.MatchString(line) {
+			if taskInside {
+				t.Fatalf("%s: the error blames the task, which is one of the job's replicas: %q", what, line)
+			}
+			continue
+		}
+		t.Fatalf("%s: the error line names no field: %q", what, line)
+	}
+	if crdAccepts(job) && taskInside {
+		t.Fatalf("%s: the apiserver would store the job, but: %v", what, err)
+	}
+}
+
+// describe is the part of the groups the fuzzer varies.
+func describe(groups []v1beta1.TfReplicaSpec) string {
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, fmt.Sprintf("{%q replicas %d port %d}", g.TfReplicaType, g.Replicas, g.TfPort))
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// FuzzTFConfig builds TF_CONFIG for fuzzed jobs: name, namespace, up to 8 replica groups of
+// any type, replica count and port, and the task asked for (inside its group or just past
+// either end). Whatever it gets it must not panic. A job the apiserver would store, asked for
+// one of its replicas, must build, unless the result would be too long for an environment
+// variable, which must be an error that says so. Any other refusal must name the field at
+// fault. Whatever builds is JSON whose cluster lists exactly the replicas of the job, each at
+// <job>-<type>-<index>.<namespace>.svc:<port>, with a port in 1-65535, and whose task is in
+// the cluster (an evaluator's in its own group, which the cluster leaves out).
+// Run it with: go test ./operator/tfjob -run '^$' -fuzz '^FuzzTFConfig$' -fuzztime 20s
+func FuzzTFConfig(f *testing.F) {
+	join := func(groups ...[]byte) []byte { return bytes.Join(groups, nil) }
+	big := func(n int16) int16 { return bigReplicas + (n-2000)/8 } // n replicas: 2000, 2008 ... 6088
+	standard := join(tfGroup(0, 1, 0), tfGroup(2, 2, 0), tfGroup(3, 2, 0))
+	for _, seed := range []struct {
+		name, ns  string
+		spec      []byte
+		taskGroup uint8
+		taskIndex int32
+	}{
+		{"j", "ns", standard, 1, 1},
+		{"j", "ns", standard, 1, -2}, // one past the last worker
+		{"j", "ns", standard, 255, 0},
+		{"dist", "default", join(tfGroup(1, 0, 0), tfGroup(2, 3, 3333), tfGroup(3, 0, 2223), tfGroup(4, 1, 0)), 3, 0},
+		// Regression: the CRD takes 10000 replicas a group, but past about 4700 in all (under
+		// 1000 with the longest names) TF_CONFIG was built longer than Linux lets an
+		// environment variable be.
+		{strings.Repeat("a", 48), strings.Repeat("n", 63), join(tfGroup(2, 100, 65535), tfGroup(3, big(2000), 1)), 1, 99},
+		{"j", "ns", join(tfGroup(2, big(4000), 0)), 0, 3999},
+		{"j", "ns", join(tfGroup(2, big(5000), 0)), 0, 0},
+		{"j", "ns", join(tfGroup(2, -1, 2222)), 0, 0}, // -1
+		{"j", "ns", join(tfGroup(2, -2, 2222)), 0, 0}, // 10001
+		{"j", "ns", join(tfGroup(2, -3, 2222)), 0, 0}, // MaxInt32
+		{"j", "ns", join(tfGroup(2, 1, 65536)), 0, 0},
+		{"j", "ns", join(tfGroup(2, 1, -1)), 0, 0},
+		{"j", "ns", join(tfGroup(2, 2, 0), tfGroup(5, 2, 0)), 0, 0}, // WORKER and worker
+		{"j", "ns", join(tfGroup(2, 2, 0), tfGroup(2, 1, 0)), 0, 0}, // WORKER twice
+		{"j", "ns", join(tfGroup(6, 1, 0), tfGroup(7, 1, 0)), 0, 0},
+		{"j", "ns", join(tfGroup(0, 2, 0), tfGroup(1, 1, 0)), 0, 1},
+		{"j", "ns", nil, 0, 0},
+		{"not.a-label", "ns", standard, 0, 0}, // the apiserver takes it; the CRD does not
+		{"j\xff\"", "n s", standard, 0, 0},
+	} {
+		f.Add(seed.name, seed.ns, seed.spec, seed.taskGroup, seed.taskIndex)
+	}
+
+	f.Fuzz(func(t *testing.T, name, namespace string, spec []byte, taskGroup uint8, taskIndex int32) {
+		job := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+		job.Spec.ReplicaSpecs = decodeGroups(spec)
+		fw := tfjob.Framework{}
+		replicas := fw.Replicas(job)
+
+		// The task: a group's type (or one the job does not have) and an index inside the
+		// group (taskIndex >= 0) or just past its end (-1 odd: -1; even: the group's size).
+		typ, index, taskInside := "ABSENT", 0, false
+		if len(replicas) > 0 && taskGroup != 255 {
+			r := replicas[int(taskGroup)%len(replicas)]
+			typ = r.Type
+			size := max(int(r.Replicas), 1)
+			switch {
+			case taskIndex >= 0:
+				index = int(taskIndex) % size
+				taskInside = int(r.Replicas) >= 1
+			case taskIndex%2 != 0:
+				index = -1
+			default:
+				index = size
+			}
+		}
+
+		env, err := fw.Env(job, replicas, typ, index)
+		var value string
+		if err == nil {
+			if len(env) != 1 || env[0].Name != "TF_CONFIG" {
+				t.Fatalf("env %+v: want TF_CONFIG alone", env)
+			}
+			value = env[0].Value
+			cfg, cfgErr := tfjob.TFConfig(job, replicas, typ, index)
+			if cfgErr != nil || cfg != value {
+				t.Fatalf("TFConfig disagrees with Env: %q, %v; Env gave %q", cfg, cfgErr, value)
+			}
+		}
+
+		// Expected: every replica of every group but the evaluators, as the apiserver would
+		// name its service, in the order of the spec.
+		want := map[string][]string{}
+		// wantSize is the cluster's length in JSON, which escapes some characters of names.
+		wantSize, escapes := 0, 0
+		for _, s := range []string{name, namespace} {
+			quoted, _ := json.Marshal(s)
+			escapes += len(quoted) - 2 - len(s)
+		}
+		for _, g := range job.Spec.ReplicaSpecs {
+			if g.TfReplicaType == v1beta1.TfReplicaEvaluator {
+				continue
+			}
+			n, port := int(g.Replicas), g.TfPort
+			if n == 0 {
+				n = 1
+			}
+			if port == 0 {
+				port = v1beta1.DefaultTfPort
+			}
+			key := strings.ToLower(string(g.TfReplicaType))
+			for i := 0; i < min(n, 10001); i++ { // past 10000 it must not build: no need to know
+				addr := name + "-" + key + "-" + strconv.Itoa(i) + "." + namespace + ".svc:" + strconv.Itoa(int(port))
+				want[key] = append(want[key], addr)
+				wantSize += len(addr) + escapes + 3 // quotes and comma
+			}
+		}
+
+		if err != nil {
+			checkRefusal(t, job, typ, index, taskInside, wantSize, err)
+			return
+		}
+
+		if size := len("TF_CONFIG=") + len(value) + 1; size > maxEnvString {
+			t.Fatalf("job %s: TF_CONFIG is %d bytes with its name, over the %d Linux allows one environment string: the container could not start", describe(job.Spec.ReplicaSpecs), size, maxEnvString)
+		}
+		var cfg tfjob.Config
+		if err := json.Unmarshal([]byte(value), &cfg); err != nil {
+			t.Fatalf("TF_CONFIG %q is not JSON: %v", value, err)
+		}
+		if validation.IsDNS1123Subdomain(name) != nil || validation.IsDNS1123Label(namespace) != nil {
+			// No object can have these names (the apiserver checks them for every kind): JSON
+			// that reads back, with no panic, is all that can be asked.
+			return
+		}
+
+		allowed := map[string]bool{"master": true, "chief": true, "worker": true, "ps": true}
+		seen := map[string]bool{}
+		for key, addrs := range cfg.Cluster {
+			if !allowed[key] {
+				t.Fatalf("%s: cluster job %q is not a TensorFlow task type", value, key)
+			}
+			if len(addrs) > 10000 {
+				t.Fatalf("cluster job %s has %d replicas; the CRD allows 10000", key, len(addrs))
+			}
+			for _, a := range addrs {
+				if seen[a] {
+					t.Fatalf("%s: %s is in the cluster twice", value, a)
+				}
+				seen[a] = true
+				p, perr := strconv.Atoi(a[strings.LastIndex(a, ":")+1:])
+				if perr != nil || p < 1 || p > 65535 {
+					t.Fatalf("%s: address %s has no port in 1-65535", value, a)
+				}
+			}
+		}
+		for _, g := range job.Spec.ReplicaSpecs {
+			if g.Replicas < 0 || g.Replicas > 10000 {
+				t.Fatalf("%s: built for %s with replicas %d: a cluster of that many replicas is not what was asked for", value, g.TfReplicaType, g.Replicas)
+			}
+		}
+		if !reflect.DeepEqual(cfg.Cluster, want) {
+			t.Fatalf("job %s: cluster\n%v\nwant\n%v", describe(job.Spec.ReplicaSpecs), cfg.Cluster, want)
+		}
+		if cfg.Task.Type != strings.ToLower(typ) || cfg.Task.Index != index || cfg.Environment != "cloud" {
+			t.Fatalf("%s: task or environment is not what was asked for (%s %d)", value, typ, index)
+		}
+		if typ == string(v1beta1.TfReplicaEvaluator) {
+			if _, in := cfg.Cluster["evaluator"]; in || !taskInside {
+				t.Fatalf("%s: evaluator %d: it must be outside the cluster and inside its group", value, index)
+			}
+		} else if index < 0 || index >= len(cfg.Cluster[cfg.Task.Type]) {
+			t.Fatalf("%s: task %s %d is not in the cluster", value, cfg.Task.Type, index)
+		}
+	})
+}
+
+// maxEnvString is the kernel's: a TF_CONFIG that fills it exactly starts a process, one byte
+// more does not. FuzzTFConfig's size check is only as good as this number.
+func TestMaxEnvStringIsTheKernels(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Getpagesize() != 4096 {
+		t.Skip("MAX_ARG_STRLEN is 32 pages of 4 KiB on Linux only")
+	}
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, extra := range []int{0, 1} {
+		value := strings.Repeat("x", maxEnvString-len("TF_CONFIG=")-1+extra)
+		// Not this test binary: its TestMain may start a control plane.
+		cmd := exec.Command(truePath)
+		cmd.Env = []string{"TF_CONFIG=" + value}
+		err := cmd.Run()
+		if (err == nil) != (extra == 0) {
+			t.Errorf("TF_CONFIG of %d bytes: exec %v", len(value), err)
+		}
+	}
+}
