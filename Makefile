@@ -76,7 +76,7 @@ chaos: ## Faults at full size: 200 jobs under SIGKILLs, an apiserver restart, a 
 	@assets="$$(hack/control-plane.sh | tail -n 1)" && mkdir -p bin/chaos-logs && \
 	  KUBEBUILDER_ASSETS="$$assets" MLKUBE_REQUIRE_ENVTEST=1 MLKUBE_CHAOS_JOBS=$${MLKUBE_CHAOS_JOBS:-200} \
 	  MLKUBE_CHAOS_SPREAD=$${MLKUBE_CHAOS_SPREAD:-30} MLKUBE_CHAOS_LOGS=$(CURDIR)/bin/chaos-logs \
-	  $(GO) test -count=1 -timeout 30m -v ./operator/chaos/ | grep -E '^(=== RUN|--- |\s+\S+_test.go:|PASS|FAIL|ok)'
+	  $(GO) test -count=1 -timeout 30m -v ./operator/chaos/
 
 .PHONY: node-image
 node-image: ## Build the offline kind node image (cached in Docker's image store).

@@ -85,6 +85,8 @@ type kubelet struct {
 	since   map[types.UID]time.Time // when each pod was marked running
 	reader  client.Reader
 	writes  int
+	// finishedDeletes counts the deletions the kubelet finished for the operator.
+	finishedDeletes int
 }
 
 // startKubelet runs the simulated kubelet on ns until the test ends.
@@ -192,6 +194,16 @@ func (k *kubelet) handle(ctx context.Context, name string) {
 		return // deleted; a new pod of the name is a new event
 	}
 	if pod.DeletionTimestamp != nil {
+		// The kubelet stops the containers of a pod being deleted and then removes it. The
+		// apiserver removes an unscheduled pod at once, except when the client that asked
+		// dies mid-request (a SIGKILLed operator): seen here, the deletion is then marked and
+		// never finished, and in a real cluster the kubelet (or the pod GC) finishes it.
+		zero := int64(0)
+		if jobtest.Client.Delete(ctx, &pod, &client.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}}) == nil {
+			k.mu.Lock()
+			k.finishedDeletes++
+			k.mu.Unlock()
+		}
 		return
 	}
 	switch pod.Status.Phase {

@@ -108,7 +108,7 @@ func startOperator(t *testing.T, name, ns string, restart bool, flags ...string)
 	p := &operatorProcess{t: t, name: name, restart: restart, log: log, metrics: freeAddr(t), done: make(chan struct{})}
 	p.args = append([]string{
 		"--namespace=" + ns, "--leader-election-namespace=" + ns,
-		"--metrics-bind-address=" + p.metrics, "--health-probe-bind-address=0",
+		"--metrics-bind-address=" + p.metrics, "--health-probe-bind-address=0", "--zap-log-level=debug",
 	}, flags...)
 	jobtest.Must(t, p.spawn())
 	go p.supervise()

@@ -118,6 +118,7 @@ type verdict struct {
 	orphans, wrongState    int // objects whose owner is gone or not a job; jobs in the wrong end state
 	wrongRestarts, leftRun int // restart counts that differ from the plan; pods left running after the end
 	problems               []string
+	halfDeleted            int // pods a killed operator left marked for deletion, which the kubelet removed
 }
 
 func (v *verdict) problem(format string, args ...any) {
@@ -127,8 +128,8 @@ func (v *verdict) problem(format string, args ...any) {
 }
 
 func (v verdict) String() string {
-	return fmt.Sprintf("%d jobs, %d restarts counted; %d duplicates, %d unexpected objects, %d orphans, %d in a wrong end state, %d wrong restart counts, %d pods left running",
-		v.jobs, v.restarts, v.duplicates, v.unexpected, v.orphans, v.wrongState, v.wrongRestarts, v.leftRun)
+	return fmt.Sprintf("%d jobs, %d restarts counted; %d duplicates, %d unexpected objects, %d orphans, %d in a wrong end state, %d wrong restart counts, %d pods left running (%d half-deleted pods finished by the kubelet)",
+		v.jobs, v.restarts, v.duplicates, v.unexpected, v.orphans, v.wrongState, v.wrongRestarts, v.leftRun, v.halfDeleted)
 }
 
 // verify checks the end state of n ended jobs against their plans, and every pod and service
@@ -174,6 +175,7 @@ func (k *kubelet) verify(t *testing.T, n int) verdict {
 	}
 
 	k.mu.Lock()
+	v.halfDeleted = k.finishedDeletes
 	for kind, seen := range map[string]map[string][]types.UID{"pod": k.podUIDs, "service": k.svcUIDs} {
 		for name, uids := range seen {
 			want, ok := expected[name]
@@ -203,7 +205,10 @@ func (k *kubelet) verify(t *testing.T, n int) verdict {
 		// cleanPodPolicy Running (the default): nothing of an ended job runs on.
 		if p := pods.Items[i].Status.Phase; p == corev1.PodRunning || p == corev1.PodPending {
 			v.leftRun++
-			v.problem("pod %s is still %s", pods.Items[i].Name, p)
+			pod := &pods.Items[i]
+			j := jobs[pod.Labels["mlkube.io/job-name"]]
+			v.problem("pod %s (created %s, deleting since %v, finalizers %v) is still %s; its job is %s/%s since %v",
+				pod.Name, pod.CreationTimestamp.Format(time.StampMilli), pod.DeletionTimestamp, pod.Finalizers, p, j.Status.State, j.Status.Phase, j.Status.CompletionTime)
 		}
 	}
 	for i := range svcs.Items {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -35,7 +36,9 @@ func (e *Reconciler) cleanUp(ctx context.Context, job client.Object, status *v1b
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		if err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+		log.FromContext(ctx).V(1).Info("clean-up: deleting pod", "pod", pod.Name, "phase", pod.Status.Phase, "policy", clean, "result", err)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return pending, fmt.Errorf("cleaning up pod %s: %w", pod.Name, err)
 		}
 	}
