@@ -194,10 +194,15 @@ func (k *kubelet) handle(ctx context.Context, name string) {
 		return // deleted; a new pod of the name is a new event
 	}
 	if pod.DeletionTimestamp != nil {
-		// The kubelet stops the containers of a pod being deleted and then removes it. The
-		// apiserver removes an unscheduled pod at once, except when the client that asked
-		// dies mid-request (a SIGKILLed operator): seen here, the deletion is then marked and
-		// never finished, and in a real cluster the kubelet (or the pod GC) finishes it.
+		// A pod being deleted is the kubelet's to remove: it stops the containers, then deletes
+		// the pod with grace period 0. The apiserver removes an unscheduled pod itself, at
+		// once; but a deletion marked and not finished was seen here when the operator was
+		// SIGKILLed mid-clean-up, and in a real cluster the kubelet (or the pod GC) finishes
+		// it. Given a moment first, so that only those are counted.
+		if wait := 2*time.Second - time.Since(pod.DeletionTimestamp.Time); wait > 0 {
+			k.queue.AddAfter(name, wait)
+			return
+		}
 		zero := int64(0)
 		if jobtest.Client.Delete(ctx, &pod, &client.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}}) == nil {
 			k.mu.Lock()
