@@ -5,7 +5,6 @@ package mxjob
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,35 +91,13 @@ func (Framework) Env(job client.Object, replicas []replicajob.Replica, typ strin
 // group, and a replica asked for that is none of the job's. The apiserver refuses such jobs;
 // this keeps one stored before a rule existed from starting with a wrong env.
 func checkReplicas(replicas []replicajob.Replica, typ string, index int) error {
-	types := []v1beta1.MXReplicaType{v1beta1.MXReplicaScheduler, v1beta1.MXReplicaServer, v1beta1.MXReplicaWorker}
-	var errs []error
-	first := map[string]int{}
-	task := false
-	for i, r := range replicas {
-		at := fmt.Sprintf("replicaSpecs[%d]", i)
-		if !slices.Contains(types, v1beta1.MXReplicaType(r.Type)) {
-			errs = append(errs, fmt.Errorf("%s.mxReplicaType %q: not one of %v", at, r.Type, types))
-		} else if j, twice := first[r.Type]; twice {
-			errs = append(errs, fmt.Errorf("%s.mxReplicaType %s: replicaSpecs[%d] is of this type too; a type has one group", at, r.Type, j))
-		} else {
-			first[r.Type] = i
-		}
-		switch {
-		case r.Replicas < 1 || r.Replicas > 10000:
-			errs = append(errs, fmt.Errorf("%s.replicas %d: must be 1 to 10000", at, r.Replicas))
-		case r.Type == string(v1beta1.MXReplicaScheduler) && r.Replicas != 1:
-			errs = append(errs, fmt.Errorf("%s.replicas %d: the SCHEDULER group has exactly one replica", at, r.Replicas))
-		}
-		if r.Port < 1 || r.Port > 65535 {
-			errs = append(errs, fmt.Errorf("%s.port %d: must be 1 to 65535", at, r.Port))
-		}
-		task = task || (r.Type == typ && index >= 0 && index < int(r.Replicas))
-	}
-	if _, ok := first[string(v1beta1.MXReplicaScheduler)]; !ok {
+	types := []string{string(v1beta1.MXReplicaScheduler), string(v1beta1.MXReplicaServer), string(v1beta1.MXReplicaWorker)}
+	first, errs := replicajob.CheckGroups(replicas, types, replicajob.Fields{Type: "mxReplicaType", Port: "port"}, typ, index)
+	scheduler, ok := first[string(v1beta1.MXReplicaScheduler)]
+	if !ok {
 		errs = append(errs, errors.New("replicaSpecs has no SCHEDULER group: every replica finds the cluster through it"))
-	}
-	if !task {
-		errs = append(errs, fmt.Errorf("replica %q %d: not one of the job's", typ, index))
+	} else if n := replicas[scheduler].Replicas; n != 1 {
+		errs = append(errs, fmt.Errorf("replicaSpecs[%d].replicas %d: the SCHEDULER group has exactly one replica", scheduler, n))
 	}
 	return errors.Join(errs...)
 }

@@ -125,7 +125,7 @@ func crdAccepts(job *v1beta1.TfJob) bool {
 
 var (
 	groupFieldError = regexp.MustCompile(`\breplicaSpecs\[(\d+)\]\.(tfReplicaType|replicas|tfPort)\b`)
-	taskError       = regexp.MustCompile(`\btask ("(?:[^"\\]|\\.)*") (-?\d+): `)
+	taskError       = regexp.MustCompile(`\breplica ("(?:[^"\\]|\\.)*") (-?\d+): `)
 	sizeError       = regexp.MustCompile(`\bTF_CONFIG\b.* \d+ bytes`)
 )
 

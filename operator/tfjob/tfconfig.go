@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,33 +64,12 @@ func TFConfig(job client.Object, replicas []replicajob.Replica, typ string, inde
 	return string(b), nil
 }
 
-// checkReplicas names each replica group field that would make TF_CONFIG wrong (as the CRD
-// would: a type outside its enum or used twice, replicas outside 1-10000, a port outside
-// 1-65535), and a task that is none of the job's replicas.
+// tfReplicaTypes are the TfJob's replica types, as the CRD's enum has them.
+var tfReplicaTypes = []string{string(v1beta1.TfReplicaMaster), string(v1beta1.TfReplicaChief), string(v1beta1.TfReplicaWorker), string(v1beta1.TfReplicaPS), string(v1beta1.TfReplicaEvaluator)}
+
+// checkReplicas names each replica group field that would make TF_CONFIG wrong, as the CRD
+// would, and a task that is none of the job's replicas.
 func checkReplicas(replicas []replicajob.Replica, typ string, index int) error {
-	types := []v1beta1.TfReplicaType{v1beta1.TfReplicaMaster, v1beta1.TfReplicaChief, v1beta1.TfReplicaWorker, v1beta1.TfReplicaPS, v1beta1.TfReplicaEvaluator}
-	var errs []error
-	first := map[string]int{}
-	task := false
-	for i, r := range replicas {
-		at := fmt.Sprintf("replicaSpecs[%d]", i)
-		if !slices.Contains(types, v1beta1.TfReplicaType(r.Type)) {
-			errs = append(errs, fmt.Errorf("%s.tfReplicaType %q: not one of %v", at, r.Type, types))
-		} else if j, twice := first[r.Type]; twice {
-			errs = append(errs, fmt.Errorf("%s.tfReplicaType %s: replicaSpecs[%d] is of this type too; a type has one group", at, r.Type, j))
-		} else {
-			first[r.Type] = i
-		}
-		if r.Replicas < 1 || r.Replicas > 10000 {
-			errs = append(errs, fmt.Errorf("%s.replicas %d: must be 1 to 10000", at, r.Replicas))
-		}
-		if r.Port < 1 || r.Port > 65535 {
-			errs = append(errs, fmt.Errorf("%s.tfPort %d: must be 1 to 65535", at, r.Port))
-		}
-		task = task || (r.Type == typ && index >= 0 && index < int(r.Replicas))
-	}
-	if !task {
-		errs = append(errs, fmt.Errorf("task %q %d: not one of the job's replicas", typ, index))
-	}
+	_, errs := replicajob.CheckGroups(replicas, tfReplicaTypes, replicajob.Fields{Type: "tfReplicaType", Port: "tfPort"}, typ, index)
 	return errors.Join(errs...)
 }
