@@ -53,7 +53,7 @@ func Main(m *testing.M, ready func(), options ...func(*envtest.Environment)) {
 	env, cfg, err := controlplane.Start(options...)
 	if errors.Is(err, controlplane.ErrNoAssets) {
 		noControlPlane = err
-		os.Exit(m.Run())
+		exit(m.Run())
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,6 +70,19 @@ func Main(m *testing.M, ready func(), options ...func(*envtest.Environment)) {
 	}
 	code := m.Run()
 	_ = env.Stop()
+	exit(code)
+}
+
+var afterAll []func()
+
+// AfterAll registers f to run once the tests have run and the control plane has stopped:
+// Main ends the process, so a TestMain's own defers would never run.
+func AfterAll(f func()) { afterAll = append(afterAll, f) }
+
+func exit(code int) {
+	for _, f := range afterAll {
+		f()
+	}
 	os.Exit(code)
 }
 

@@ -55,6 +55,8 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 
 	bin, err := buildOperator()
+	atExit(func() { os.RemoveAll(filepath.Dir(bin)) })
+	defer os.RemoveAll(filepath.Dir(bin))
 	check(err)
 	fmt.Printf("| N | objects | floor (s) | operator (s) | ratio | job floor (s) | ratio to it | operator peak RSS (MiB) | operator CPU (s) | apiserver CPU (s) | floor apiserver CPU (s) | job floor apiserver CPU (s) |\n")
 	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	jobtest.AfterAll(func() { os.RemoveAll(dir) })
 	apiserverCerts = filepath.Join(dir, "apiserver")
 	if err := os.Mkdir(apiserverCerts, 0o700); err != nil {
 		fmt.Fprintln(os.Stderr, err)
