@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,24 +10,19 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
-	"github.com/mlkube/mlkube/internal/controlplane"
-	"github.com/mlkube/mlkube/operator"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -38,101 +32,54 @@ import (
 // and no log to stream (fakeLogs serves them).
 
 var (
-	restConfig     *rest.Config
-	k8s            client.Client
-	kubeconfig     string // the envtest kubeconfig file
-	noControlPlane error
-	nsCounter      atomic.Int32
+	k8s        client.Client
+	kubeconfig string // the envtest kubeconfig file, its current context "envtest"
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	env, cfg, err := controlplane.Start()
-	if errors.Is(err, controlplane.ErrNoAssets) {
-		noControlPlane = err
-		os.Exit(m.Run())
-	}
+	jobtest.Main(m, func() {
+		k8s = jobtest.Client
+		if err := writeKubeconfig(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	})
+}
+
+func writeKubeconfig() error {
+	dir, err := os.MkdirTemp("", "devctl-commands-test")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return err
 	}
-	restConfig = cfg
-	code, err := func() (int, error) {
-		defer env.Stop()
-		if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-			return 1, err
-		}
-		dir, err := os.MkdirTemp("", "devctl-commands-test")
-		if err != nil {
-			return 1, err
-		}
-		defer os.RemoveAll(dir)
-		kc, err := clientcmd.Load(env.KubeConfig)
-		if err != nil {
-			return 1, err
-		}
-		for name := range kc.Contexts {
-			kc.Contexts["envtest"] = kc.Contexts[name]
-		}
-		kc.CurrentContext = "envtest"
-		kubeconfig = filepath.Join(dir, "kubeconfig")
-		if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-			return 1, err
-		}
-		return m.Run(), nil
-	}()
+	jobtest.AfterAll(func() { os.RemoveAll(dir) })
+	kc, err := clientcmd.Load(jobtest.Env.KubeConfig)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		return err
 	}
-	os.Exit(code)
+	for name := range kc.Contexts {
+		kc.Contexts["envtest"] = kc.Contexts[name]
+	}
+	kc.CurrentContext = "envtest"
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	return clientcmd.WriteToFile(*kc, kubeconfig)
 }
 
 // envtest points KUBECONFIG at the envtest cluster and returns a namespace of the test's own.
 func envtest(t *testing.T) string {
 	t.Helper()
-	if noControlPlane != nil {
-		t.Skip(noControlPlane)
-	}
+	ns := jobtest.Namespace(t)
 	t.Setenv("KUBECONFIG", kubeconfig)
-	ns := fmt.Sprintf("devctl-%d", nsCounter.Add(1))
-	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	return ns
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+func must(t *testing.T, err error) { t.Helper(); jobtest.Must(t, err) }
 
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
+	jobtest.Eventually(t, what, cond)
 }
 
-func startOperator(t *testing.T, ns string) {
-	t.Helper()
-	mgr, err := operator.New(restConfig, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
-}
+func startOperator(t *testing.T, ns string) { t.Helper(); jobtest.StartOperator(t, ns) }
 
 // collectGarbage plays the garbage collector for foreground deletions of TfJobs in ns: it
 // deletes a deleted job's pods and then lets the job go, until the test ends.

@@ -6,23 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mlkube/mlkube/internal/controlplane"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -31,77 +26,19 @@ import (
 // is no kubelet: the tests write the pod statuses a kubelet would, and fakeLogs stands in for the
 // logs a kubelet would serve (the e2e suite streams real ones).
 
-var (
-	cfg            *rest.Config
-	k8s            client.Client
-	noControlPlane error
-	nsCounter      atomic.Int32
-)
+var k8s client.Client
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	env, c, err := controlplane.Start()
-	if errors.Is(err, controlplane.ErrNoAssets) {
-		noControlPlane = err
-		os.Exit(m.Run())
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c
-	if k8s, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { jobtest.Main(m, func() { k8s = jobtest.Client }) }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	if noControlPlane != nil {
-		t.Skip(noControlPlane)
-	}
-	name := fmt.Sprintf("follow-%d", nsCounter.Add(1))
-	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
-	return name
-}
+func namespace(t *testing.T) string { t.Helper(); return jobtest.Namespace(t) }
 
-func startOperator(t *testing.T, ns string) {
-	t.Helper()
-	mgr, err := operator.New(cfg, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
-}
+func startOperator(t *testing.T, ns string) { t.Helper(); jobtest.StartOperator(t, ns) }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+func must(t *testing.T, err error) { t.Helper(); jobtest.Must(t, err) }
 
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
+	jobtest.Eventually(t, what, cond)
 }
 
 func group(typ v1beta1.TfReplicaType, replicas int32) v1beta1.TfReplicaSpec {
@@ -124,21 +61,7 @@ func getPod(t *testing.T, ns, name string) *corev1.Pod {
 // setStatus plays the kubelet: it writes a pod's status.
 func setStatus(t *testing.T, ns, name string, mutate func(*corev1.Pod)) {
 	t.Helper()
-	for range 20 {
-		p := getPod(t, ns, name)
-		if p == nil {
-			t.Fatalf("pod %s is gone", name)
-		}
-		mutate(p)
-		err := k8s.Status().Update(context.Background(), p)
-		if err == nil {
-			return
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatalf("pod %s: too many conflicts", name)
+	jobtest.Kubelet{T: t, NS: ns}.Update(name, mutate)
 }
 
 func runningStatus(p *corev1.Pod) {
@@ -253,7 +176,7 @@ func TestFollowAJobThroughARestart(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		res, err := Follow(ctx, Options{
-			Config: cfg, Scheme: operator.Scheme(), Job: job, MatchUID: true,
+			Config: jobtest.Config, Scheme: operator.Scheme(), Job: job, MatchUID: true,
 			States: true, Status: &status, Logs: logs, Out: &out, Window: 10 * time.Millisecond, Drain: 2 * time.Second,
 		})
 		done <- result{res, err}
@@ -382,7 +305,7 @@ func TestFollowAnMXJob(t *testing.T) {
 	done := make(chan result, 1)
 	go func() {
 		res, err := Follow(ctx, Options{
-			Config: cfg, Scheme: operator.Scheme(), Job: job, MatchUID: true,
+			Config: jobtest.Config, Scheme: operator.Scheme(), Job: job, MatchUID: true,
 			States: true, Status: &status, Logs: logs, Out: &out, Window: 10 * time.Millisecond, Drain: 2 * time.Second,
 		})
 		done <- result{res, err}
@@ -473,7 +396,7 @@ func TestFollowEndsWhenTheJobIsDeleted(t *testing.T) {
 	var status syncBuffer
 	done := make(chan *Result, 1)
 	go func() {
-		res, err := Follow(ctx, Options{Config: cfg, Scheme: operator.Scheme(), Job: job, MatchUID: true, States: true, Status: &status, Hint: 500 * time.Millisecond})
+		res, err := Follow(ctx, Options{Config: jobtest.Config, Scheme: operator.Scheme(), Job: job, MatchUID: true, States: true, Status: &status, Hint: 500 * time.Millisecond})
 		if err != nil {
 			t.Error(err)
 		}
@@ -496,7 +419,7 @@ func TestFollowEndsWhenTheJobIsDeleted(t *testing.T) {
 	}
 
 	// A job already gone, or replaced by another of the same name, is deleted at once.
-	res, err := Follow(ctx, Options{Config: cfg, Scheme: operator.Scheme(), Job: job, MatchUID: true})
+	res, err := Follow(ctx, Options{Config: jobtest.Config, Scheme: operator.Scheme(), Job: job, MatchUID: true})
 	must(t, err)
 	if !res.Deleted {
 		t.Errorf("following a job that is gone: %+v", res)
@@ -510,7 +433,7 @@ func TestFollowStopsWithItsContext(t *testing.T) {
 	must(t, k8s.Create(context.Background(), job))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	res, err := Follow(ctx, Options{Config: cfg, Scheme: operator.Scheme(), Job: job, MatchUID: true})
+	res, err := Follow(ctx, Options{Config: jobtest.Config, Scheme: operator.Scheme(), Job: job, MatchUID: true})
 	if !errors.Is(err, context.DeadlineExceeded) || res == nil || res.Ended {
 		t.Errorf("Follow = %+v, %v; want the context's deadline", res, err)
 	}
