@@ -88,12 +88,18 @@ func exit(code int) {
 
 var nsCounter atomic.Int32
 
-// Namespace makes a namespace of the test's own, so tests never see each other's jobs.
-func Namespace(t *testing.T) string {
+// NeedControlPlane skips the test, saying how to build one, when there is no control plane.
+func NeedControlPlane(t *testing.T) {
 	t.Helper()
 	if noControlPlane != nil {
 		t.Skip(noControlPlane)
 	}
+}
+
+// Namespace makes a namespace of the test's own, so tests never see each other's jobs.
+func Namespace(t *testing.T) string {
+	t.Helper()
+	NeedControlPlane(t)
 	// A DNS label: the test's name, lower-cased, anything else a dash.
 	name := strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -23,9 +24,7 @@ import (
 // it runs; the same pod would be refused under baseline and in the operator's restricted
 // namespace, for its hostPath alone, which is why nodeprobe has a privileged namespace of its own.
 func TestDaemonSetManifests(t *testing.T) {
-	if noControlPlane != nil {
-		t.Skip(noControlPlane)
-	}
+	jobtest.NeedControlPlane(t)
 	ctx := context.Background()
 	objs := applyManifests(t, configDir)
 	var ds appsv1.DaemonSet

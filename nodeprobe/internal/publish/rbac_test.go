@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,9 +30,7 @@ const configDir = "../../config"
 // nodeprobe/config/rbac: creating the ConfigMap, updating it, recording events, annotating
 // nodes. And it can do little else.
 func TestNodeprobeNeedsOnlyItsRBAC(t *testing.T) {
-	if noControlPlane != nil {
-		t.Skip(noControlPlane)
-	}
+	jobtest.NeedControlPlane(t)
 	ctx := context.Background()
 	applyManifests(t, filepath.Join(configDir, "rbac"))
 	names := &Publisher{Namespace: "rbac"} // node names rbac-gpu-a, ...
@@ -98,7 +97,7 @@ func TestNodeprobeNeedsOnlyItsRBAC(t *testing.T) {
 // the node name its pod-bound token carries.
 func asNodeprobe(t *testing.T, node string) client.Client {
 	t.Helper()
-	as := rest.CopyConfig(cfg)
+	as := rest.CopyConfig(jobtest.Config)
 	as.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:mlkube-nodeprobe:nodeprobe",
 		Extra:    map[string][]string{"authentication.kubernetes.io/node-name": {node}},

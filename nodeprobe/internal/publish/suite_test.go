@@ -3,13 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -17,11 +11,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mlkube/mlkube/internal/controlplane"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/nodeprobe/internal/driver"
 	"github.com/mlkube/mlkube/operator/accelerator"
 )
@@ -29,35 +21,9 @@ import (
 // These tests publish against a real kube-apiserver and etcd (envtest): optimistic concurrency,
 // merge patches, events and RBAC are the apiserver's, not a fake's.
 
-var (
-	cfg *rest.Config
-	k8s client.Client
-	// noControlPlane is why the tests skip when the control-plane binaries are not built.
-	noControlPlane error
-)
+var k8s client.Client
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	env, c, err := controlplane.Start()
-	if errors.Is(err, controlplane.ErrNoAssets) {
-		noControlPlane = err
-		os.Exit(m.Run())
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = c
-	if k8s, err = client.New(cfg, client.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
-
-var counter atomic.Int32
+func TestMain(m *testing.M) { jobtest.Main(m, func() { k8s = jobtest.Client }) }
 
 // testLogger logs to the test, shown when it fails or with -v.
 func testLogger(t *testing.T) logr.Logger {
@@ -67,14 +33,7 @@ func testLogger(t *testing.T) logr.Logger {
 // setup gives a test its own namespace for the ConfigMap and a publisher writing there.
 func setup(t *testing.T) *Publisher {
 	t.Helper()
-	if noControlPlane != nil {
-		t.Skip(noControlPlane)
-	}
-	ns := fmt.Sprintf("t%d-%s", counter.Add(1), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
-	if len(ns) > 60 {
-		ns = strings.TrimRight(ns[:60], "-")
-	}
-	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns := jobtest.Namespace(t)
 	return &Publisher{Client: k8s, Namespace: ns, Name: "mlkube-accelerators", Log: testLogger(t)}
 }
 
@@ -91,12 +50,7 @@ func node(t *testing.T, p *Publisher, name string) string {
 	return full
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+func must(t *testing.T, err error) { t.Helper(); jobtest.Must(t, err) }
 
 // Two layouts as nodeprobe finds them: GKE's driver directory, and Debian's files.
 func gkeFinding() *driver.Finding {
@@ -209,13 +163,5 @@ func reasons(evs []eventsv1.Event) []string {
 
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
+	jobtest.Eventually(t, what, cond)
 }
