@@ -53,6 +53,8 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	MetricsBindAddress                        string
 	HealthProbeBindAddress                    string
+	// PprofBindAddress serves Go's /debug/pprof for profiling the operator; empty or "0" is off.
+	PprofBindAddress string
 
 	// ManyPerProcess lets one process run several operators (tests do); controller-runtime
 	// otherwise refuses a second controller of the same name because their metrics would clash.
@@ -102,6 +104,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,

@@ -47,6 +47,9 @@ func Start(options ...func(*envtest.Environment)) (*envtest.Environment, *rest.C
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves etcd and the apiserver running when a later step (installing the CRDs)
+		// fails; nobody else could stop them.
+		_ = env.Stop()
 		return nil, nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	return env, cfg, nil

@@ -5,7 +5,8 @@
 // services exist (condition Created). On another fresh control plane it times the floor: the
 // same pods and services created directly, 16 at a time, with no client-side rate limit; and the
 // job floor: the same again plus what each job itself costs the apiserver (its create, one status
-// write, one event), also done directly. Its TfJobs are watched, not polled.
+// write, one event), also done directly. Its TfJobs are watched, not polled. With -costs it
+// measures instead what a job's own requests cost the apiserver (costs.go).
 package main
 
 import (
@@ -45,6 +46,8 @@ import (
 
 func main() {
 	sizes := flag.String("n", "100,500,1000", "comma-separated numbers of TfJobs")
+	floors := flag.Bool("floors", true, "measure the floors too; -floors=false runs only the operator, for quick looks at its knobs")
+	costs := flag.Bool("costs", false, "instead, measure what a job's own requests (its create and status write) cost the apiserver, with the CRD as shipped and two cheaper variants")
 	flag.Parse()
 	os.Setenv("MLKUBE_REQUIRE_ENVTEST", "1")
 	go func() {
@@ -54,6 +57,14 @@ func main() {
 	}()
 	ctrllog.SetLogger(logr.Discard())
 
+	if *costs {
+		for _, s := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			check(err)
+			runCosts(n)
+		}
+		return
+	}
 	bin, err := buildOperator()
 	atExit(func() { os.RemoveAll(filepath.Dir(bin)) })
 	defer os.RemoveAll(filepath.Dir(bin))
@@ -70,12 +81,22 @@ func main() {
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		check(err)
-		floor, floorAPI := runFloor(n, false)
-		jobFloor, jobFloorAPI := runFloor(n, true)
+		floor, jobFloor := "| - | - | - | - |", "| - | - | - | - |"
+		var floorTook, jobFloorTook time.Duration
+		var floorAPI, jobFloorAPI float64
+		if *floors {
+			floorTook, floorAPI = runFloor(n, false)
+			jobFloorTook, jobFloorAPI = runFloor(n, true)
+		}
 		r := runOperator(bin, n)
-		fmt.Printf("| %d | %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.0f | %.1f | %.1f | %.1f | %.1f |\n",
-			n, n*16, floor.Seconds(), r.took.Seconds(), r.took.Seconds()/floor.Seconds(), jobFloor.Seconds(), r.took.Seconds()/jobFloor.Seconds(),
-			r.rssMiB, r.cpu, r.apiCPU, floorAPI, jobFloorAPI)
+		if *floors {
+			floor = fmt.Sprintf("| %.1f | %.1f | %.2f |", floorTook.Seconds(), r.took.Seconds(), r.took.Seconds()/floorTook.Seconds())
+			jobFloor = fmt.Sprintf(" %.1f | %.2f |", jobFloorTook.Seconds(), r.took.Seconds()/jobFloorTook.Seconds())
+		} else {
+			floor, jobFloor = fmt.Sprintf("| - | %.1f | - |", r.took.Seconds()), " - | - |"
+		}
+		fmt.Printf("| %d | %d %s%s %.0f | %.1f | %.1f | %.1f | %.1f |\n",
+			n, n*16, floor, jobFloor, r.rssMiB, r.cpu, r.apiCPU, floorAPI, jobFloorAPI)
 		perJob = append(perJob, fmt.Sprintf("N=%d: %s", n, describe(r.perJob)))
 	}
 }
@@ -117,8 +138,8 @@ func buildOperator() (string, error) {
 }
 
 // start gives a fresh control plane and a client without client-side rate limits.
-func start() (*envtest.Environment, *rest.Config, client.Client) {
-	env, cfg, err := controlplane.Start()
+func start(options ...func(*envtest.Environment)) (*envtest.Environment, *rest.Config, client.Client) {
+	env, cfg, err := controlplane.Start(options...)
 	check(err)
 	atExit(func() { _ = env.Stop() })
 	cfg.QPS, cfg.Burst = -1, 1000
@@ -177,21 +198,7 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 	defer env.Stop()
 	ctx := context.Background()
 	check(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "floor"}}))
-	perJob := make([][]client.Object, n)
-	for i := 0; i < n; i++ {
-		for _, g := range groups {
-			for k := 0; k < g.n; k++ {
-				name := fmt.Sprintf("job-%d-%s-%d", i, strings.ToLower(g.typ), k)
-				labels := map[string]string{"mlkube.io/job-name": fmt.Sprintf("job-%d", i), "mlkube.io/replica-type": strings.ToLower(g.typ), "mlkube.io/replica-index": strconv.Itoa(k)}
-				perJob[i] = append(perJob[i],
-					&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "floor", Name: name, Labels: labels},
-						Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:dev",
-							Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("x", 400)}}}}}},
-					&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "floor", Name: name, Labels: labels},
-						Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Port: 2222}}}})
-			}
-		}
-	}
+	perJob := floorObjects("floor", n)
 	api0 := apiserverCPU()
 	defer profile(cfg, fmt.Sprintf("floor-%d-jobs-%v", n, withJobs))()
 	t0 := time.Now()
@@ -199,8 +206,6 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 		check(parallel(n*16, func(i int) error { return c.Create(ctx, perJob[i/16][i%16]) }))
 		return time.Since(t0), apiserverCPU() - api0
 	}
-	status := []byte(`{"status":{"phase":"Running","state":"Running","replicas":"master 0/1 worker 0/5 ps 0/2",` +
-		`"conditions":[{"type":"Created","status":"True","reason":"PodsCreated","message":"created 8 pods and 8 services","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
 	// Each kind of request 16 at a time, as the plain floor: the TfJobs, then their pods and
 	// services, then their status writes and events.
 	jobs := make([]*v1beta1.TfJob, n)
@@ -209,7 +214,7 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 	check(parallel(n*2, func(i int) error {
 		j := jobs[i/2]
 		if i%2 == 0 {
-			return c.Status().Patch(ctx, j, client.RawPatch(types.MergePatchType, status))
+			return c.Status().Patch(ctx, j, client.RawPatch(types.MergePatchType, createdStatus))
 		}
 		return c.Create(ctx, &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "floor", Name: j.Name + ".created"},
@@ -220,6 +225,31 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 	}))
 	return time.Since(t0), apiserverCPU() - api0
 }
+
+// floorObjects are the pods and services of n jobs in namespace ns, as the operator would make
+// them (names, labels, a TF_CONFIG of about the same size), 16 per job.
+func floorObjects(ns string, n int) [][]client.Object {
+	perJob := make([][]client.Object, n)
+	for i := 0; i < n; i++ {
+		for _, g := range groups {
+			for k := 0; k < g.n; k++ {
+				name := fmt.Sprintf("job-%d-%s-%d", i, strings.ToLower(g.typ), k)
+				labels := map[string]string{"mlkube.io/job-name": fmt.Sprintf("job-%d", i), "mlkube.io/replica-type": strings.ToLower(g.typ), "mlkube.io/replica-index": strconv.Itoa(k)}
+				perJob[i] = append(perJob[i],
+					&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+						Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:dev",
+							Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("x", 400)}}}}}},
+					&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+						Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Port: 2222}}}})
+			}
+		}
+	}
+	return perJob
+}
+
+// createdStatus is the status write that says a job's pods and services exist.
+var createdStatus = []byte(`{"status":{"phase":"Running","state":"Running","replicas":"master 0/1 worker 0/5 ps 0/2",` +
+	`"conditions":[{"type":"Created","status":"True","reason":"PodsCreated","message":"created 8 pods and 8 services","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
 
 type result struct {
 	perJob      map[string]float64 // apiserver requests per job, by verb and resource
@@ -256,6 +286,11 @@ func runOperator(bin string, n int) result {
 	stopProfile := profile(cfg, fmt.Sprintf("operator-%d", n))
 
 	t0 := time.Now()
+	if os.Getenv("BENCH_TRACE") != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go trace(stop, op.Process.Pid)
+	}
 	check(parallel(n, func(i int) error { return c.Create(ctx, job("bench", i)) }))
 	if os.Getenv("BENCH_TRACE") != "" {
 		fmt.Fprintf(os.Stderr, "jobs created after %.1fs\n", time.Since(t0).Seconds())
@@ -344,6 +379,21 @@ func profile(cfg *rest.Config, name string) (wait func()) {
 		check(os.WriteFile(filepath.Join(dir, "apiserver-"+name+".pprof"), data, 0o644))
 	}()
 	return func() { <-done }
+}
+
+// trace prints, every second until stop, the cores the apiserver and the operator used in it.
+func trace(stop <-chan struct{}, op int) {
+	api, opc := apiserverCPU(), procCPU(op)
+	for t := 1; ; t++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Second):
+		}
+		a, o := apiserverCPU(), procCPU(op)
+		fmt.Fprintf(os.Stderr, "%3ds: apiserver %.2f cores, operator %.2f\n", t, a-api, o-opc)
+		api, opc = a, o
+	}
 }
 
 // procCPU is a process's user+system CPU seconds, from /proc.

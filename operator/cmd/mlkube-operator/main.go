@@ -36,6 +36,7 @@ func main() {
 		"how often candidates try to take the lease and the leader renews it")
 	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060), for finding where the operator's time goes; 0 turns it off")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "client-side limit of requests per second to the apiserver; negative turns it off and leaves fairness to the apiserver's priority and fairness")
 	flag.IntVar(&burst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
