@@ -41,6 +41,8 @@ type Reconciler struct {
 
 	// lastWrite is when each job's status was last written (statuswrite.go).
 	lastWrite sync.Map
+	// unseen holds each job's created objects its cache does not show yet (unseen.go).
+	unseen sync.Map
 }
 
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.
@@ -145,7 +147,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	var result reconcile.Result
-	var cleaning, justCreated bool
+	var cleaning, unshown bool
 	if finished(status) {
 		cleaning, err = e.cleanUp(ctx, job, status, policy, pods, services)
 		if err != nil {
@@ -160,7 +162,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := e.restart(ctx, replicas, status); err != nil {
 			return reconcile.Result{}, err
 		}
-		created, err := e.create(ctx, job, groups, replicas)
+		created, wait, err := e.create(ctx, job, groups, replicas)
 		if invalid := (specError{}); errors.As(err, &invalid) {
 			fail(status, "InvalidSpec", invalid.Error(), now)
 			if err := e.writeStatus(ctx, job, base, status, now); err != nil {
@@ -174,9 +176,9 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if created != "" {
 			e.record(job, event{kind: corev1.EventTypeNormal, reason: "Created", action: "Create", note: created})
-			justCreated = true
 		}
-		result.RequeueAfter = deadlineLeft(status, policy, now)
+		unshown = created != "" || wait > 0
+		result.RequeueAfter = soonest(deadlineLeft(status, policy, now), wait)
 	}
 
 	if ext, ok := e.Framework.(Extension); ok {
@@ -186,9 +188,10 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	summarize(e.Framework.ContainerName(), groups, replicas, status, cleaning, now)
-	// Right after creating pods the cache cannot show them yet: the status worth writing comes
-	// with the reconciles their watch events bring, a few milliseconds later.
-	if !equality.Semantic.DeepEqual(written, status) && !justCreated {
+	// Until the cache shows every pod and service this process created, the status would be
+	// written from a partial view, and written again moments later: the status worth writing
+	// comes with the reconciles their watch events bring, a few milliseconds later.
+	if !equality.Semantic.DeepEqual(written, status) && !unshown {
 		if wait := e.holdBack(job, written, status, now); wait > 0 {
 			result.RequeueAfter = soonest(result.RequeueAfter, wait)
 		} else if err := e.writeStatus(ctx, job, base, status, now); err != nil {
@@ -269,17 +272,32 @@ func (s specError) Unwrap() error { return s.err }
 const createFanOut = 16
 
 // create makes the pods and services that are missing. It returns a line for the event that
-// sums up what it created: one event per reconcile, not one per object.
-func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, error) {
+// sums up what it created (one event per reconcile, not one per object), and, when it left out
+// objects it created before that the cache does not show yet, how soon to look again.
+func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, time.Duration, error) {
+	now := e.now()
+	unseen := e.unseenOf(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, job.GetUID())
 	var objs []ctrl.Object
+	var wait time.Duration
+	// missing says whether an object the cache does not show is to be created; an object shown
+	// is forgotten.
+	missing := func(key string, shown bool) bool {
+		if shown {
+			unseen.seen(key)
+			return false
+		}
+		left := unseen.pending(key, now)
+		wait = soonest(wait, left)
+		return left == 0
+	}
 	for _, r := range replicas {
-		if !r.service {
+		if missing("service/"+r.name, r.service) {
 			objs = append(objs, e.newService(job, r.group, r.index))
 		}
-		if r.pod == nil {
+		if missing("pod/"+r.name, r.pod != nil) {
 			pod, err := e.newPod(job, groups, r.group, r.index)
 			if err != nil {
-				return "", specError{fmt.Errorf("cannot build pod %s: %w", r.name, err)}
+				return "", 0, specError{fmt.Errorf("cannot build pod %s: %w", r.name, err)}
 			}
 			objs = append(objs, pod)
 		}
@@ -297,6 +315,7 @@ func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Repli
 			err := e.Client.Create(ctx, obj)
 			switch {
 			case err == nil:
+				unseen.add(kindOf(obj)+"/"+obj.GetName(), now)
 				if _, ok := obj.(*corev1.Pod); ok {
 					pods.Add(1)
 				} else {
@@ -311,12 +330,12 @@ func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Repli
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if pods.Load() == 0 && services.Load() == 0 {
-		return "", nil
+		return "", wait, nil
 	}
-	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), nil
+	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), wait, nil
 }
 
 func count(n int, noun string) string {

@@ -45,7 +45,10 @@ func (e *Reconciler) holdBack(job ctrl.Object, written, status *v1beta1.JobStatu
 }
 
 // forget drops what is remembered of a deleted job.
-func (e *Reconciler) forget(key types.NamespacedName) { e.lastWrite.Delete(key) }
+func (e *Reconciler) forget(key types.NamespacedName) {
+	e.lastWrite.Delete(key)
+	e.unseen.Delete(key)
+}
 
 // countsOnly is true when a and b differ in nothing but per-type pod counts and their summary.
 func countsOnly(a, b *v1beta1.JobStatus) bool {
