@@ -214,7 +214,9 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 	check(parallel(n*2, func(i int) error {
 		j := jobs[i/2]
 		if i%2 == 0 {
-			return c.Status().Patch(ctx, j, client.RawPatch(types.MergePatchType, createdStatus))
+			// On a copy: the patch decodes its answer into the object it is given, while the
+			// event beside it reads the job's name and UID.
+			return c.Status().Patch(ctx, j.DeepCopy(), client.RawPatch(types.MergePatchType, createdStatus))
 		}
 		return c.Create(ctx, &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "floor", Name: j.Name + ".created"},
