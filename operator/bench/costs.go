@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -36,8 +35,11 @@ func runCosts(n int) {
 		{"without immutability rules", dropTransitionRules},
 		{"pod templates unchecked", cutTemplateSchema},
 	} {
-		dir := editedCRDs(v.edit)
-		env, _, c := start(func(e *envtest.Environment) { e.CRDDirectoryPaths = []string{dir} })
+		var dir string
+		env, _, c := start(func(e *envtest.Environment) {
+			dir = editedCRDs(e.CRDDirectoryPaths[0], v.edit)
+			e.CRDDirectoryPaths = []string{dir}
+		})
 		ctx := context.Background()
 		check(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "costs"}}))
 		jobs := make([]*v1beta1.TfJob, n)
@@ -68,10 +70,8 @@ func measure(f func() error) (time.Duration, float64) {
 	return time.Since(t0), apiserverCPU() - cpu0
 }
 
-// editedCRDs writes mlkube's CRDs, changed by edit, into a temporary directory.
-func editedCRDs(edit func(any)) string {
-	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "config", "crd", "bases")
+// editedCRDs writes the CRDs of directory src, changed by edit, into a temporary directory.
+func editedCRDs(src string, edit func(any)) string {
 	dir, err := os.MkdirTemp("", "mlkube-bench-crds")
 	check(err)
 	atExit(func() { os.RemoveAll(dir) })

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mlkube/mlkube/operator"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
@@ -27,7 +28,7 @@ import (
 // own status write brings one within milliseconds) does not create them again: each would be
 // a request answered 409. What the cache has shown is created again at once when it goes (a
 // restart deletes a pod), and what it never shows is created again after a while (someone
-// deleted it first). The engine runs here on a direct client whose lists play a lagging cache:
+// deleted it first). Nor is status written until the cache shows all it created. The engine runs here on a direct client whose lists play a lagging cache:
 // they show only the objects the test has let through.
 func TestCreatedObjectsAreNotCreatedTwice(t *testing.T) {
 	ctx := context.Background()
@@ -106,11 +107,18 @@ func TestCreatedObjectsAreNotCreatedTwice(t *testing.T) {
 		t.Errorf("a reconcile waiting for its objects to show asks to be requeued after %v, want within 30s", res.RequeueAfter)
 	}
 	wantCreates(10, "a reconcile before the cache shows them")
+	// Nor is the status written from that partial view: it would be written again moments later.
+	if job := getJob(t, ns, "lagging"); job.Status.StartTime != nil || len(job.Status.Conditions) > 0 {
+		t.Errorf("status written before the cache showed the objects: %+v", job.Status)
+	}
 
 	// Shown, then deleted (as a restart deletes a pod): created again at once.
 	showAll()
 	reconcileOnce()
 	wantCreates(10, "a reconcile that sees them all")
+	if job := getJob(t, ns, "lagging"); !apimeta.IsStatusConditionTrue(job.Status.Conditions, v1beta1.JobCreated) {
+		t.Errorf("once the cache shows every object the status says Created; it is %+v", job.Status)
+	}
 	deleteNow(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lagging-worker-1"}})
 	reconcileOnce()
 	wantCreates(11, "a reconcile after a pod it had seen was deleted")
