@@ -16,7 +16,7 @@ help: ## Show this help.
 .PHONY: generate
 generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and markers.
 	$(GO) tool controller-gen object paths=./operator/api/...
-	$(GO) tool controller-gen crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
+	$(GO) tool controller-gen crd:generateEmbeddedObjectMeta=true paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	$(GO) tool controller-gen rbac:roleName=mlkube-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
 
 .PHONY: build

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -146,6 +147,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	for _, fw := range Frameworks {
 		r := &replicajob.Reconciler{
 			Client:    mgr.GetClient(),
+			Reader:    mgr.GetAPIReader(),
 			Framework: fw,
 			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
 			Pods:      pods,
@@ -158,7 +160,8 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 }
 
 // trimmedCache keeps in memory only what the operator owns and only the fields it reads: pods
-// and services of jobs (by label), without their specs, and nothing's managedFields. A cluster's
+// and services of jobs (by label), without their specs, the jobs' Deployments (TensorBoard),
+// and nothing's managedFields. A cluster's
 // other pods never reach the operator, and a thousand jobs' pods cost little.
 func trimmedCache() cache.Options {
 	owned := labels.SelectorFromSet(nil)
@@ -170,6 +173,8 @@ func trimmedCache() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:     {Label: owned, Transform: stripPodSpec},
 			&corev1.Service{}: {Label: owned, Transform: stripServiceSpec},
+			// TensorBoard's; without the selector every Deployment of the cluster is cached.
+			&appsv1.Deployment{}: {Label: owned},
 		},
 	}
 }

@@ -99,7 +99,8 @@ done
 docker save -o "$work/images.tar" "${refs[@]}"
 
 step "Node image $tag"
-kindfiles=$(cd "$root" && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
+# Download first: `go list -m` prints an empty Dir for a module not yet in the module cache.
+kindfiles=$(cd "$root" && go mod download sigs.k8s.io/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
 [ -d "$kindfiles" ] || die "kind's base files not found at $kindfiles"
 build_container=$(docker run -d --entrypoint sleep --security-opt seccomp=unconfined "$base" infinity)
 node_exec() { docker exec "$build_container" "$@"; }

@@ -86,7 +86,7 @@ func fail(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
 
 // endConditions turns off the conditions that describe a job in progress.
 func endConditions(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
-	for _, t := range []string{v1beta1.JobRunning, v1beta1.JobRestarting} {
+	for _, t := range []string{v1beta1.JobRunning, v1beta1.JobRestarting, v1beta1.JobCreateRefused} {
 		if slices.ContainsFunc(status.Conditions, func(c metav1.Condition) bool { return c.Type == t }) {
 			setCondition(status, t, metav1.ConditionFalse, reason, msg, now)
 		}

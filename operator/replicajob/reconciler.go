@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
@@ -36,6 +38,9 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	// Pods, when set, changes every replica pod before it is created.
 	Pods PodMutator
+	// Reader reads past the cache, which holds only the operator's own pods and services: it
+	// tells whose an object holding a replica's name is (refusals.go). Nil means Client.
+	Reader ctrl.Reader
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
 
@@ -43,6 +48,8 @@ type Reconciler struct {
 	lastWrite sync.Map
 	// unseen holds each job's created objects its cache does not show yet (unseen.go).
 	unseen sync.Map
+	// refused holds the backoff of jobs whose creates the apiserver refused (refusals.go).
+	refused refusals
 }
 
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.
@@ -148,43 +155,71 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	var result reconcile.Result
 	var cleaning, unshown bool
+	var refusal *Refusal
+	var after []event // recorded once the status that explains them is written
+	key := types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}
+	// While a refused create waits for its next try, nothing is created: a quota that refuses
+	// a pod would refuse it again on every pod event.
+	waiting := e.refused.wait(key, now.Time)
 	if finished(status) {
 		cleaning, err = e.cleanUp(ctx, job, status, policy, pods, services)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		deleted, after, err := e.expire(ctx, job, status, policy, now)
+		deleted, expireIn, err := e.expire(ctx, job, status, policy, now)
 		if err != nil || deleted {
 			return reconcile.Result{}, err
 		}
-		result.RequeueAfter = after
+		result.RequeueAfter = expireIn
 	} else {
 		if err := e.restart(ctx, replicas, status); err != nil {
 			return reconcile.Result{}, err
 		}
-		created, wait, err := e.create(ctx, job, groups, replicas)
-		if invalid := (specError{}); errors.As(err, &invalid) {
-			fail(status, "InvalidSpec", invalid.Error(), now)
-			if err := e.writeStatus(ctx, job, base, status, now); err != nil {
+		result.RequeueAfter = deadlineLeft(status, policy, now)
+		if waiting == 0 {
+			created, wait, r, err := e.create(ctx, job, groups, replicas)
+			if invalid := (specError{}); errors.As(err, &invalid) {
+				return e.failNow(ctx, job, base, status, "InvalidSpec", invalid.Error(), now)
+			}
+			if err != nil {
 				return reconcile.Result{}, err
 			}
-			e.record(job, event{kind: corev1.EventTypeWarning, reason: "InvalidSpec", action: "Create", note: invalid.Error()})
-			return reconcile.Result{}, nil
+			if created != "" {
+				e.record(job, event{kind: corev1.EventTypeNormal, reason: "Created", action: "Create", note: created})
+			}
+			if r != nil && r.Permanent {
+				return e.failNow(ctx, job, base, status, r.Reason, r.Error(), now)
+			}
+			refusal = r
+			unshown = created != "" || wait > 0
+			result.RequeueAfter = soonest(result.RequeueAfter, wait)
 		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if created != "" {
-			e.record(job, event{kind: corev1.EventTypeNormal, reason: "Created", action: "Create", note: created})
-		}
-		unshown = created != "" || wait > 0
-		result.RequeueAfter = soonest(deadlineLeft(status, policy, now), wait)
 	}
 
-	if ext, ok := e.Framework.(Extension); ok {
+	// A framework's extras (TensorBoard) stay after the job ended, so results can be looked at.
+	if ext, ok := e.Framework.(Extension); ok && waiting == 0 && refusal == nil {
 		if err := ext.ReconcileExtras(ctx, e.Client, job, status); err != nil {
-			return reconcile.Result{}, err
+			if refusal = e.refusalOf(ctx, job, err); refusal == nil {
+				return reconcile.Result{}, err
+			}
 		}
+	}
+
+	switch {
+	case waiting > 0:
+		result.RequeueAfter = soonest(result.RequeueAfter, waiting)
+	case refusal != nil:
+		retry := e.refused.failed(key, now.Time)
+		if ev := reportRefusal(status, refusal, retry, now); ev != nil {
+			after = append(after, *ev)
+		}
+		result.RequeueAfter = soonest(result.RequeueAfter, retry)
+		// The refusal is worth writing now, partial view or not: the next reconciles skip the
+		// creates that would find it again.
+		unshown = false
+	default:
+		e.refused.passed(key)
+		clearRefusal(status, now)
 	}
 
 	summarize(e.Framework.ContainerName(), groups, replicas, status, cleaning, now)
@@ -198,7 +233,28 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
+	for _, ev := range after {
+		e.record(job, ev)
+	}
 	return result, nil
+}
+
+// failNow ends the job at once for a reason no retry can fix, says why in status and an event.
+func (e *Reconciler) failNow(ctx context.Context, job, base ctrl.Object, status *v1beta1.JobStatus, reason, msg string, now metav1.Time) (reconcile.Result, error) {
+	fail(status, reason, msg, now)
+	if err := e.writeStatus(ctx, job, base, status, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	e.record(job, event{kind: corev1.EventTypeWarning, reason: reason, action: "Create", note: msg})
+	// Reconciled again by its own status write: clean-up goes on from there.
+	return reconcile.Result{}, nil
+}
+
+func (e *Reconciler) reader() ctrl.Reader {
+	if e.Reader != nil {
+		return e.Reader
+	}
+	return e.Client
 }
 
 func (e *Reconciler) now() time.Time {
@@ -272,9 +328,10 @@ func (s specError) Unwrap() error { return s.err }
 const createFanOut = 16
 
 // create makes the pods and services that are missing. It returns a line for the event that
-// sums up what it created (one event per reconcile, not one per object), and, when it left out
-// objects it created before that the cache does not show yet, how soon to look again.
-func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, time.Duration, error) {
+// sums up what it created (one event per reconcile, not one per object), how soon to look
+// again when it left out objects it created before that the cache does not show yet, and the
+// apiserver's refusal of an object, if any (refusals.go).
+func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, time.Duration, *Refusal, error) {
 	now := e.now()
 	unseen := e.unseenOf(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, job.GetUID())
 	var objs []ctrl.Object
@@ -297,7 +354,7 @@ func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Repli
 		if missing("pod/"+r.name, r.pod != nil) {
 			pod, err := e.newPod(job, groups, r.group, r.index)
 			if err != nil {
-				return "", 0, specError{fmt.Errorf("cannot build pod %s: %w", r.name, err)}
+				return "", 0, nil, specError{fmt.Errorf("cannot build pod %s: %w", r.name, err)}
 			}
 			objs = append(objs, pod)
 		}
@@ -313,29 +370,31 @@ func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Repli
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			err := e.Client.Create(ctx, obj)
-			switch {
-			case err == nil:
-				unseen.add(kindOf(obj)+"/"+obj.GetName(), now)
+			if err == nil {
+				unseen.add(kindName(obj)+"/"+obj.GetName(), now)
 				if _, ok := obj.(*corev1.Pod); ok {
 					pods.Add(1)
 				} else {
 					services.Add(1)
 				}
-			case !apierrors.IsAlreadyExists(err):
+				return
+			}
+			if r := refuse(ctx, e.reader(), job, obj, replicaHint, err); r != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("creating %s %s: %w", kindOf(obj), obj.GetName(), err))
+				errs = append(errs, r)
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return "", 0, err
+	refusal, err := firstRefusal(errs)
+	if err != nil {
+		return "", 0, nil, err
 	}
 	if pods.Load() == 0 && services.Load() == 0 {
-		return "", wait, nil
+		return "", wait, refusal, nil
 	}
-	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), wait, nil
+	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), wait, refusal, nil
 }
 
 func count(n int, noun string) string {
@@ -343,13 +402,6 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func kindOf(obj ctrl.Object) string {
-	if _, ok := obj.(*corev1.Pod); ok {
-		return "pod"
-	}
-	return "service"
 }
 
 // OwnerIndex is the cache index of pods and services by the UID of their controlling owner.

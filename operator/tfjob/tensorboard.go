@@ -3,6 +3,7 @@ package tfjob
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,9 @@ import (
 
 // TensorBoard listens on this port in its pod; the Service maps port 80 to it.
 const tensorboardPort = 6006
+
+// tensorboardHint is what to do when the apiserver finds a TensorBoard object invalid.
+const tensorboardHint = "fix spec.tensorboard, or remove it and add it again"
 
 // DefaultTensorboardImage runs TensorBoard when spec.tensorboard.image is unset.
 const DefaultTensorboardImage = "tensorflow/tensorflow:2.16.1"
@@ -46,8 +50,8 @@ func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj clien
 	err := c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &have)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, dep); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating TensorBoard deployment %s: %w", name, err)
+		if err := c.Create(ctx, dep); err != nil {
+			return replicajob.CreateFailed(dep, tensorboardHint, err)
 		}
 	case err != nil:
 		return err
@@ -56,8 +60,8 @@ func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj clien
 	err = c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &haveSvc)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating TensorBoard service %s: %w", name, err)
+		if err := c.Create(ctx, svc); err != nil {
+			return replicajob.CreateFailed(svc, tensorboardHint, err)
 		}
 	case err != nil:
 		return err
@@ -83,6 +87,12 @@ func tensorboardObjects(job *v1beta1.TfJob, name string, tb *v1beta1.Tensorboard
 	if serviceType == "" {
 		serviceType = corev1.ServiceTypeClusterIP
 	}
+	// The user's labels first, ours over them: the Deployment's selector must keep matching.
+	podLabels := maps.Clone(tb.PodLabels)
+	if podLabels == nil {
+		podLabels = map[string]string{}
+	}
+	maps.Copy(podLabels, labels)
 	one := int32(1)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: labels, OwnerReferences: owner},
@@ -90,7 +100,7 @@ func tensorboardObjects(job *v1beta1.TfJob, name string, tb *v1beta1.Tensorboard
 			Replicas: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: maps.Clone(tb.PodAnnotations)},
 				Spec: corev1.PodSpec{
 					Volumes: tb.Volumes,
 					Containers: []corev1.Container{{

@@ -66,6 +66,18 @@ func inGroup(i int, e jobEdit) jobEdit {
 	}
 }
 
+// inFirstContainer applies e to the first container of a replica group's template, so that
+// paths are relative to it.
+func inFirstContainer(e jobEdit) jobEdit {
+	return func(t *testing.T, group map[string]any) {
+		t.Helper()
+		containers, _, err := unstructured.NestedSlice(group, "template", "spec", "containers")
+		must(t, err)
+		e(t, containers[0].(map[string]any))
+		must(t, unstructured.SetNestedSlice(group, containers, "template", "spec", "containers"))
+	}
+}
+
 // allEdits applies edits in turn.
 func allEdits(edits ...jobEdit) jobEdit {
 	return func(t *testing.T, obj map[string]any) {
@@ -188,6 +200,19 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 			edit:  inGroup(1, setField("Sometimes", "restartPolicy")),
 			field: "spec.replicaSpecs[1].restartPolicy",
 			msg:   `Unsupported value: "Sometimes": supported values: "ExitCode", "OnFailure", "Never", "Always"`,
+		},
+		{
+			name:  "container-without-image",
+			edit:  inGroup(1, inFirstContainer(removeField("image"))),
+			field: "spec.replicaSpecs[1]",
+			msg:   "template.spec.containers: every container needs an image",
+		},
+		{
+			name: "init-container-without-image",
+			edit: inGroup(2, setField([]any{map[string]any{"name": "fetch", "image": "busybox"}, map[string]any{"name": "setup"}},
+				"template", "spec", "initContainers")),
+			field: "spec.replicaSpecs[2]",
+			msg:   "template.spec.initContainers: every init container needs an image",
 		},
 		{
 			name:  "unknown-clean-pod-policy",

@@ -95,6 +95,10 @@ const (
 	JobRestarting = "Restarting"
 	JobSucceeded  = "Succeeded"
 	JobFailed     = "Failed"
+	// JobCreateRefused is True while the apiserver refuses an object the operator creates for
+	// the job (a quota, a policy, an admission webhook); its message is the apiserver's own.
+	// It turns False once the object is created. Retried with backoff.
+	JobCreateRefused = "CreateRefused"
 )
 
 // ReplicaStatus counts the pods of one replica type.
@@ -141,8 +145,8 @@ type JobStatus struct {
 	// state is the outcome: Running, Succeeded or Failed.
 	// +optional
 	State JobState `json:"state,omitempty"`
-	// conditions are Created, Running, Restarting, Succeeded and Failed, each with a reason and
-	// a message meant for people.
+	// conditions are Created, Running, Restarting, CreateRefused, Succeeded and Failed, each
+	// with a reason and a message meant for people.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

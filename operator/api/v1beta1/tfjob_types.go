@@ -27,6 +27,8 @@ const DefaultTfPort int32 = 2222
 // TfReplicaSpec is one replica group: a role, how many pods play it, and the pod to run.
 // +kubebuilder:validation:XValidation:rule="!(self.tfReplicaType in ['MASTER', 'CHIEF']) || self.replicas == 1",message="a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'tensorflow')",message="template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome"
+// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && c.image != ”)",message="template.spec.containers: every container needs an image"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && c.image != ”)",message="template.spec.initContainers: every init container needs an image"
 type TfReplicaSpec struct {
 	// tfReplicaType is the role: MASTER or CHIEF (at most one of them, one replica, decides when
 	// the job is done), WORKER, PS (parameter servers; they never keep a job alive) or EVALUATOR.
@@ -85,9 +87,18 @@ type TensorboardSpec struct {
 	// +optional
 	Volumes []corev1.Volume `json:"volumes,omitempty"`
 
-	// volumeMounts are added to the TensorBoard container.
+	// volumeMounts are added to the TensorBoard container; each names one of volumes.
 	// +optional
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
+	// podLabels are added to the TensorBoard pod (and only to it: the Deployment selects it by
+	// the operator's own labels, which win over these), e.g. to opt it into a service mesh.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+
+	// podAnnotations are added to the TensorBoard pod, e.g. to have it scraped.
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
 }
 
 // TfJobSpec is a distributed TensorFlow job: its replica groups and how it runs.

@@ -1,0 +1,54 @@
+package tfjob_test
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// The operator's cache holds the Deployments of jobs (TensorBoard) and no others: a cluster's
+// own Deployments cost it no memory.
+func TestCacheHoldsOnlyTheJobsDeployments(t *testing.T) {
+	ns := namespace(t)
+	labels := map[string]string{"app": "other"}
+	other := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "x", Image: "x"}}},
+		}},
+	}
+	must(t, k8s.Create(context.Background(), other))
+
+	mgr, err := operator.New(cfg, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	job := standardJob(ns, "cached")
+	job.Spec.Tensorboard = &v1beta1.TensorboardSpec{LogDir: "/logs"}
+	must(t, k8s.Create(context.Background(), job))
+	eventually(t, "the TensorBoard deployment in the cache", func() error {
+		var list appsv1.DeploymentList
+		if err := mgr.GetCache().List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var names []string
+		for _, d := range list.Items {
+			names = append(names, d.Name)
+		}
+		if len(names) != 1 || names[0] != "cached-tensorboard" {
+			return errorf("cached deployments %v, want only cached-tensorboard", names)
+		}
+		return nil
+	})
+}
