@@ -93,13 +93,32 @@ func (e *Reconciler) newPod(job client.Object, replicas []Replica, r Replica, in
 		}
 		c.Env = append(c.Env, env...)
 		if !hasPort(c, r.Port) {
-			c.Ports = append(c.Ports, corev1.ContainerPort{Name: "replica-port", ContainerPort: r.Port, Protocol: corev1.ProtocolTCP})
+			// Port names are unique in a pod: a user's own "replica-port" keeps its name.
+			name := replicaPortName
+			if hasPortNamed(pod, name) {
+				name = ""
+			}
+			c.Ports = append(c.Ports, corev1.ContainerPort{Name: name, ContainerPort: r.Port, Protocol: corev1.ProtocolTCP})
 		}
 	}
 	if e.Pods != nil {
 		e.Pods.MutatePod(pod)
 	}
 	return pod, nil
+}
+
+// replicaPortName names the replica's port in its pod and its service.
+const replicaPortName = "replica-port"
+
+func hasPortNamed(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasPort(c *corev1.Container, port int32) bool {
@@ -127,8 +146,25 @@ func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1
 			// Replicas dial each other while starting up, before any is ready.
 			PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{{
-				Name: "replica-port", Port: r.Port, TargetPort: intstr.FromInt32(r.Port), Protocol: corev1.ProtocolTCP,
+				Name: replicaPortName, Port: r.Port, TargetPort: intstr.FromInt32(r.Port), Protocol: corev1.ProtocolTCP,
 			}},
 		},
 	}
+}
+
+// Build returns the services and pods the engine creates for job, as they are sent to the
+// apiserver, with no apiserver needed: for checks such as dry runs of what a job would create.
+func (e *Reconciler) Build(job client.Object) ([]client.Object, error) {
+	groups := e.Framework.Replicas(job)
+	var out []client.Object
+	for _, g := range groups {
+		for i := 0; i < int(g.Replicas); i++ {
+			pod, err := e.newPod(job, groups, g, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e.newService(job, g, i), pod)
+		}
+	}
+	return out, nil
 }

@@ -44,7 +44,7 @@ func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj clien
 		status.Tensorboard = nil
 		return removeTensorboard(ctx, c, job, name)
 	}
-	dep, svc := tensorboardObjects(job, name, tb)
+	dep, svc := TensorboardObjects(job)
 
 	var have appsv1.Deployment
 	err := c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &have)
@@ -76,7 +76,10 @@ func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj clien
 	return nil
 }
 
-func tensorboardObjects(job *v1beta1.TfJob, name string, tb *v1beta1.TensorboardSpec) (*appsv1.Deployment, *corev1.Service) {
+// TensorboardObjects are the Deployment and Service that run a TensorBoard for job, which must
+// have spec.tensorboard.
+func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service) {
+	tb, name := job.Spec.Tensorboard, job.Name+"-tensorboard"
 	labels := map[string]string{replicajob.LabelJobName: job.Name, replicajob.LabelJobKind: "tfjob", "mlkube.io/tensorboard": "true"}
 	owner := []metav1.OwnerReference{*metav1.NewControllerRef(job, v1beta1.GroupVersion.WithKind("TfJob"))}
 	image := tb.Image

@@ -26,8 +26,8 @@ const DefaultMXPort int32 = 9091
 // MXReplicaSpec is one replica group of an MXJob.
 // +kubebuilder:validation:XValidation:rule="self.mxReplicaType != 'SCHEDULER' || self.replicas == 1",message="the SCHEDULER group has exactly one replica: set replicas: 1"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'mxnet')",message="template.spec.containers needs a container named 'mxnet': it gets the DMLC_* env and its exit code decides the replica's outcome"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && c.image != ”)",message="template.spec.containers: every container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && c.image != ”)",message="template.spec.initContainers: every init container needs an image"
+// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.initContainers: every init container needs an image"
 type MXReplicaSpec struct {
 	// mxReplicaType is the role: SCHEDULER (exactly one; it coordinates and its exit decides the
 	// job), SERVER (holds the parameters) or WORKER (computes).
