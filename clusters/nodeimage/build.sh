@@ -25,8 +25,13 @@ die() { echo "nodeimage: $*" >&2; exit 1; }
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers (run hack/docker.sh start on a machine without one)"
 
-# Everything that shapes the image goes into the recipe hash.
-recipe=$( (cat "$0"; find "$here/files" "$here/pause" -type f | sort | xargs cat; cat "$root/hack/kubernetes/go.mod" "$root/hack/coredns/go.mod"; echo "$kind_version") | sha256sum | cut -c1-16)
+# kind's base files and entrypoint ship in its Go module. Download first: `go list -m` prints an
+# empty Dir for a module not yet in the module cache (a fresh machine's).
+kindfiles=$(cd "$root" && go mod download sigs.k8s.io/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
+[ -d "$kindfiles" ] || die "kind's base files not found at $kindfiles"
+
+# Everything that shapes the image goes into the recipe hash, kind's files included.
+recipe=$( (cat "$0"; find "$here/files" "$here/pause" "$kindfiles" -type f | sort | xargs cat; cat "$root/hack/kubernetes/go.mod" "$root/hack/coredns/go.mod"; echo "$kind_version") | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{ index .Config.Labels "mlkube.io/recipe" }}' "$tag" 2>/dev/null || true)" = "$recipe" ]; then
   echo "nodeimage: $tag is up to date (recipe $recipe)" >&2
   echo "$tag"
@@ -99,9 +104,6 @@ done
 docker save -o "$work/images.tar" "${refs[@]}"
 
 step "Node image $tag"
-# Download first: `go list -m` prints an empty Dir for a module not yet in the module cache.
-kindfiles=$(cd "$root" && go mod download sigs.k8s.io/kind && go list -m -f '{{.Dir}}' sigs.k8s.io/kind)/images/base/files
-[ -d "$kindfiles" ] || die "kind's base files not found at $kindfiles"
 build_container=$(docker run -d --entrypoint sleep --security-opt seccomp=unconfined "$base" infinity)
 node_exec() { docker exec "$build_container" "$@"; }
 # kind's files first, then ours over them.
