@@ -209,6 +209,12 @@ func TestRunTheDistributedSample(t *testing.T) {
 	if job := getJob(t, c, ns, "distributed"); job.Status.State != v1beta1.JobStateSucceeded {
 		t.Errorf("job state %s", job.Status.State)
 	}
+	// The sample's template labels and annotations are on its pod (the master's stays: it ended).
+	var master corev1.Pod
+	must(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "distributed-master-0"}, &master))
+	if master.Labels["app.kubernetes.io/part-of"] != "mlkube-samples" || master.Annotations["mlkube.io/sample"] != "distributed" {
+		t.Errorf("the template's label and annotation did not reach the pod: labels %v, annotations %v", master.Labels, master.Annotations)
+	}
 	started, ok1 := r.when("all 5 replicas have started")
 	ended, ok2 := r.when("state Running -> Succeeded")
 	if ok1 && ok2 {
