@@ -3,6 +3,8 @@ package ui
 import (
 	"testing"
 	"time"
+
+	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
 func TestAge(t *testing.T) {
@@ -46,5 +48,24 @@ func TestNextAgeChange(t *testing.T) {
 		if after == before {
 			t.Errorf("age %s: still %q at the tick in %s", d, after, next)
 		}
+	}
+}
+
+// A job whose creates the apiserver refuses says so in the list, not only in its conditions.
+func TestListStateShowsARefusal(t *testing.T) {
+	job := &kube.Job{State: "Running"}
+	if got := listState(job); got != "Running" {
+		t.Errorf("plain job: %q", got)
+	}
+	job.Conditions = []kube.Condition{{Type: "CreateRefused", Status: "False", Reason: "Created"}}
+	if got := listState(job); got != "Running" {
+		t.Errorf("cleared refusal: %q", got)
+	}
+	job.Conditions[0].Status, job.Conditions[0].Reason = "True", "Forbidden"
+	if got := listState(job); got != "Running, CreateRefused" {
+		t.Errorf("refused job: %q, want %q", got, "Running, CreateRefused")
+	}
+	if got := listState(&kube.Job{}); got != "-" {
+		t.Errorf("job with no status: %q", got)
 	}
 }

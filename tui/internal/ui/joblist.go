@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -123,14 +126,26 @@ func (l *jobList) rebuild(now time.Time) {
 	l.dirty = false
 }
 
+// listState is the job's state as the list shows it: a job whose objects the apiserver refuses
+// says so there already, not only in its conditions ("Running, CreateRefused").
+func listState(j *kube.Job) string {
+	state := j.State
+	if state == "" {
+		state = "-"
+	}
+	for _, c := range j.Conditions {
+		if c.Type == v1beta1.JobCreateRefused && c.Status == string(metav1.ConditionTrue) {
+			state += ", CreateRefused"
+		}
+	}
+	return state
+}
+
 // refresh redraws the rows (their ages change with the clock).
 func (l *jobList) refresh(now time.Time) {
 	rows := make([][]string, len(l.shown))
 	for i, j := range l.shown {
-		state := j.State
-		if state == "" {
-			state = "-"
-		}
+		state := listState(j)
 		ready := j.Replicas
 		if ready == "" {
 			ready = "-"
