@@ -27,6 +27,7 @@ import (
 	"github.com/mlkube/mlkube/operator/accelerator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/mxjob"
+	"github.com/mlkube/mlkube/operator/pytorchjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
@@ -35,7 +36,7 @@ import (
 var Version = "dev"
 
 // Frameworks are the job kinds the operator runs, each a plug-in to the one engine.
-var Frameworks = []replicajob.Framework{tfjob.Framework{}, mxjob.Framework{}}
+var Frameworks = []replicajob.Framework{tfjob.Framework{}, mxjob.Framework{}, pytorchjob.Framework{}}
 
 // Options are the operator's settings; cmd/mlkube-operator maps its flags onto them.
 type Options struct {
@@ -153,7 +154,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			Pods:      pods,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: &opts.ManyPerProcess}); err != nil {
-			return nil, fmt.Errorf("setting up the %s controller: %w", fw.Kind(), err)
+			return nil, fmt.Errorf("setting up the %s controller: %w", fw.Kind().Name, err)
 		}
 	}
 	return mgr, nil

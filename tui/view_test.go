@@ -112,7 +112,10 @@ func docJobs() []any {
 	for _, j := range []*kube.Job{mnist, bad, done, retry} {
 		msgs = append(msgs, kube.JobUpserted{Job: j})
 	}
-	return append(msgs, kube.JobsSynced{Kind: "TfJob"}, kube.JobsSynced{Kind: "MXJob"})
+	for _, k := range kube.Kinds {
+		msgs = append(msgs, kube.JobsSynced{Kind: k.Kind})
+	}
+	return msgs
 }
 
 func replica(job, typ string, i int, phase string, age time.Duration) *kube.Replica {
@@ -245,7 +248,7 @@ func TestViewErrors(t *testing.T) {
 	forbidden := fmt.Errorf("%w: you need list, watch on tfjobs.mlkube.io in namespace team-a; "+
 		"ask your cluster admin for a Role granting it (tfjobs.mlkube.io is forbidden: User \"viewer\" cannot list resource \"tfjobs\" in API group \"mlkube.io\" in the namespace \"team-a\")", kube.ErrForbidden)
 	m := run(t, newModel(target), 80, 14,
-		at(0, kube.JobsSynced{Kind: "MXJob"},
+		at(0, kube.JobsSynced{Kind: "MXJob"}, kube.JobsSynced{Kind: "PyTorchJob"},
 			kube.WatchFailed{Source: "tfjobs.mlkube.io in namespace team-a", Err: forbidden},
 			kube.WatchFailed{Source: "mxjobs.mlkube.io in namespace team-a", Err: errors.New("mxjobs: cannot reach the cluster at https://127.0.0.1:6443")},
 			kube.WatchOK{Source: "mxjobs.mlkube.io in namespace team-a"}))
@@ -304,7 +307,7 @@ func TestNoColor(t *testing.T) {
 func TestDoubleEscape(t *testing.T) {
 	m := run(t, newModel(target), 80, 24, at(0, docJobs()...), key("G"), key("enter"), at(0, retryReplicas(1)...), key("l"),
 		tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt})
-	if !strings.Contains(screen(m), "TfJob · MXJob (4)") {
+	if !strings.Contains(screen(m), "TfJob · MXJob · PyTorchJob (4)") {
 		t.Fatalf("not back at the job list:\n%s", screen(m))
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/replicajob"
@@ -23,46 +22,15 @@ type Framework struct{}
 
 var _ replicajob.Framework = Framework{}
 
-func (Framework) Kind() string          { return "MXJob" }
-func (Framework) NewJob() client.Object { return &v1beta1.MXJob{} }
-func (Framework) ContainerName() string { return v1beta1.MXContainerName }
-func (Framework) RunPolicy(job client.Object) v1beta1.RunPolicy {
-	return job.(*v1beta1.MXJob).Spec.RunPolicy
-}
-func (Framework) Status(job client.Object) *v1beta1.JobStatus {
-	return &job.(*v1beta1.MXJob).Status
-}
-
-// Replicas lists the replica groups, defaults applied as the apiserver would.
-func (Framework) Replicas(job client.Object) []replicajob.Replica {
-	spec := job.(*v1beta1.MXJob).Spec
-	var out []replicajob.Replica
-	for i := range spec.ReplicaSpecs {
-		rs := &spec.ReplicaSpecs[i]
-		r := replicajob.Replica{
-			Type:          string(rs.MXReplicaType),
-			Replicas:      max(rs.Replicas, 1),
-			Port:          rs.Port,
-			RestartPolicy: rs.RestartPolicy,
-			Template:      &rs.Template,
-		}
-		if r.Port == 0 {
-			r.Port = v1beta1.DefaultMXPort
-		}
-		if r.RestartPolicy == "" {
-			r.RestartPolicy = v1beta1.RestartPolicyExitCode
-		}
-		out = append(out, r)
-	}
-	return out
-}
+// Kind is MXJob.
+func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.MXJob{}) }
 
 // Decider is the scheduler: MXNet's scheduler exits once every worker has finished.
 func (Framework) Decider([]replicajob.Replica) string { return string(v1beta1.MXReplicaScheduler) }
 
 // Env is what MXNet's parameter-server runtime (ps-lite) reads to join the cluster: the
 // replica's role, where the scheduler is, and how many servers and workers to wait for.
-func (Framework) Env(job client.Object, replicas []replicajob.Replica, typ string, index int) ([]corev1.EnvVar, error) {
+func (Framework) Env(job v1beta1.Job, replicas []replicajob.Replica, typ string, index int) ([]corev1.EnvVar, error) {
 	if err := checkReplicas(replicas, typ, index); err != nil {
 		return nil, err
 	}

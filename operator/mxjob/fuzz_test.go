@@ -129,7 +129,7 @@ func FuzzEnv(f *testing.F) {
 		job := &v1beta1.MXJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 		job.Spec.ReplicaSpecs = decodeGroups(spec)
 		fw := mxjob.Framework{}
-		replicas := fw.Replicas(job)
+		replicas := job.Groups()
 
 		typ, index, taskInside := "ABSENT", 0, false
 		if len(replicas) > 0 && taskGroup != 255 {

@@ -71,7 +71,7 @@ func TestEnv(t *testing.T) {
 	job := newJob("ns", "mx", group(v1beta1.MXReplicaScheduler, 1), group(v1beta1.MXReplicaServer, 2), group(v1beta1.MXReplicaWorker, 3))
 	job.Spec.ReplicaSpecs[0].Port = 9000
 	fw := mxjob.Framework{}
-	vars, err := fw.Env(job, fw.Replicas(job), "SERVER", 1)
+	vars, err := fw.Env(job, job.Groups(), "SERVER", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestEnv(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("env\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
-	if fw.Decider(fw.Replicas(job)) != "SCHEDULER" {
+	if fw.Decider(job.Groups()) != "SCHEDULER" {
 		t.Error("the scheduler must decide")
 	}
 }

@@ -28,7 +28,7 @@ func (e *Reconciler) cleanUp(ctx context.Context, job client.Object, status *v1b
 	}
 	pending := false
 	for _, pod := range pods {
-		over := finishedPod(pod, e.Framework.ContainerName())
+		over := finishedPod(pod, e.Framework.Kind().Container)
 		if clean == v1beta1.CleanPodPolicyNone || (clean == v1beta1.CleanPodPolicyRunning && over) {
 			continue
 		}

@@ -14,34 +14,19 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// Replica is one replica group of a job, in the shape the engine needs whatever the framework.
-type Replica struct {
-	// Type is the replica type as the spec spells it, e.g. WORKER.
-	Type          string
-	Replicas      int32
-	Port          int32
-	RestartPolicy v1beta1.RestartPolicy
-	Template      *corev1.PodTemplateSpec
-}
+// Replica is one replica group of a job, whatever its kind.
+type Replica = v1beta1.ReplicaGroup
 
-// Framework is what a job kind supplies to the engine.
+// Framework is what a job kind supplies to the engine. What every kind has (its replica
+// groups, run policy, status, training container) the engine reads from the job itself
+// (v1beta1.Job) and from its entry in v1beta1.Kinds.
 type Framework interface {
-	// Kind is the job's kind, e.g. TfJob.
-	Kind() string
-	// NewJob returns an empty job of this kind.
-	NewJob() client.Object
-	// Replicas lists the job's replica groups, defaults applied.
-	Replicas(job client.Object) []Replica
-	// RunPolicy is the job's run policy.
-	RunPolicy(job client.Object) v1beta1.RunPolicy
-	// Status points into the job's status, which the engine fills in.
-	Status(job client.Object) *v1beta1.JobStatus
-	// ContainerName is the training container: it gets Env, and its exit code decides.
-	ContainerName() string
+	// Kind is the job kind this framework runs.
+	Kind() *v1beta1.Kind
 	// Decider is the replica type whose replica 0 decides that the job succeeded.
 	Decider(replicas []Replica) string
 	// Env is the environment of the training container of replica (typ, index).
-	Env(job client.Object, replicas []Replica, typ string, index int) ([]corev1.EnvVar, error)
+	Env(job v1beta1.Job, replicas []Replica, typ string, index int) ([]corev1.EnvVar, error)
 }
 
 // Extension is implemented by frameworks that own more than replica pods and services

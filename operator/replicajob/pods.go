@@ -16,10 +16,10 @@ import (
 // Labels on every replica pod and service. Selecting by them is how the engine, kubectl and the
 // dashboard find a job's replicas.
 const (
-	LabelJobName      = "mlkube.io/job-name"
-	LabelJobKind      = "mlkube.io/job-kind"
-	LabelReplicaType  = "mlkube.io/replica-type"
-	LabelReplicaIndex = "mlkube.io/replica-index"
+	LabelJobName      = v1beta1.LabelJobName
+	LabelJobKind      = v1beta1.LabelJobKind
+	LabelReplicaType  = v1beta1.LabelReplicaType
+	LabelReplicaIndex = v1beta1.LabelReplicaIndex
 )
 
 // ReplicaName is the name of replica (typ, index)'s pod and service: <job>-<type>-<index>.
@@ -61,8 +61,8 @@ func podRestartPolicy(p v1beta1.RestartPolicy) corev1.RestartPolicy {
 }
 
 // newPod builds replica (r.Type, index)'s pod from the replica template.
-func (e *Reconciler) newPod(job client.Object, replicas []Replica, r Replica, index int) (*corev1.Pod, error) {
-	kind := e.Framework.Kind()
+func (e *Reconciler) newPod(job v1beta1.Job, replicas []Replica, r Replica, index int) (*corev1.Pod, error) {
+	kind := e.Framework.Kind().Name
 	tmpl := r.Template.DeepCopy()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -88,7 +88,7 @@ func (e *Reconciler) newPod(job client.Object, replicas []Replica, r Replica, in
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if c.Name != e.Framework.ContainerName() {
+		if c.Name != e.Framework.Kind().Container {
 			continue
 		}
 		c.Env = append(c.Env, env...)
@@ -132,13 +132,13 @@ func hasPort(c *corev1.Container, port int32) bool {
 
 // newService builds the headless service that gives replica (r.Type, index) a stable DNS name.
 func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1.Service {
-	labels := replicaLabels(e.Framework.Kind(), job, r.Type, index)
+	labels := replicaLabels(e.Framework.Kind().Name, job, r.Type, index)
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ReplicaName(job.GetName(), r.Type, index),
 			Namespace:       job.GetNamespace(),
 			Labels:          labels,
-			OwnerReferences: []metav1.OwnerReference{ownerRef(e.Framework.Kind(), job)},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(e.Framework.Kind().Name, job)},
 		},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
@@ -154,8 +154,8 @@ func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1
 
 // Build returns the services and pods the engine creates for job, as they are sent to the
 // apiserver, with no apiserver needed: for checks such as dry runs of what a job would create.
-func (e *Reconciler) Build(job client.Object) ([]client.Object, error) {
-	groups := e.Framework.Replicas(job)
+func (e *Reconciler) Build(job v1beta1.Job) ([]client.Object, error) {
+	groups := job.Groups()
 	var out []client.Object
 	for _, g := range groups {
 		for i := 0; i < int(g.Replicas); i++ {

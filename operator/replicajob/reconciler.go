@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +54,8 @@ type Reconciler struct {
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.
 func (e *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Options) error {
 	b := builder.ControllerManagedBy(mgr).
-		Named(strings.ToLower(e.Framework.Kind())).
-		For(e.Framework.NewJob()).
+		Named(e.Framework.Kind().Label()).
+		For(e.Framework.Kind().New()).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		WithOptions(opts)
@@ -108,7 +107,7 @@ func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	job := e.Framework.NewJob()
+	job := e.Framework.Kind().New()
 	if err := e.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
 			e.forget(req.NamespacedName)
@@ -118,11 +117,11 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !job.GetDeletionTimestamp().IsZero() {
 		return reconcile.Result{}, nil
 	}
-	status := e.Framework.Status(job)
+	status := job.JobStatus()
 	written := status.DeepCopy()
 	base := job.DeepCopyObject().(ctrl.Object)
-	groups := e.Framework.Replicas(job)
-	policy := e.Framework.RunPolicy(job)
+	groups := job.Groups()
+	policy := job.Policy()
 	now := metav1.NewTime(e.now())
 	if status.StartTime == nil {
 		status.StartTime = &now
@@ -222,7 +221,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		clearRefusal(status, now)
 	}
 
-	summarize(e.Framework.ContainerName(), groups, replicas, status, cleaning, now)
+	summarize(e.Framework.Kind().Container, groups, replicas, status, cleaning, now)
 	// Until the cache shows every pod and service this process created, the status would be
 	// written from a partial view, and written again moments later: the status worth writing
 	// comes with the reconciles their watch events bring, a few milliseconds later.
@@ -301,7 +300,7 @@ func (e *Reconciler) observe(ctx context.Context, job ctrl.Object, groups []Repl
 			r.pod = pods[r.name]
 			_, r.service = services[r.name]
 			if r.pod != nil {
-				r.verdict = Judge(r.pod, e.Framework.ContainerName(), g.RestartPolicy)
+				r.verdict = Judge(r.pod, e.Framework.Kind().Container, g.RestartPolicy)
 			}
 			replicas = append(replicas, r)
 		}
@@ -331,7 +330,7 @@ const createFanOut = 16
 // sums up what it created (one event per reconcile, not one per object), how soon to look
 // again when it left out objects it created before that the cache does not show yet, and the
 // apiserver's refusal of an object, if any (refusals.go).
-func (e *Reconciler) create(ctx context.Context, job ctrl.Object, groups []Replica, replicas []*replica) (string, time.Duration, *Refusal, error) {
+func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, groups []Replica, replicas []*replica) (string, time.Duration, *Refusal, error) {
 	now := e.now()
 	unseen := e.unseenOf(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, job.GetUID())
 	var objs []ctrl.Object

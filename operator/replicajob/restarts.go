@@ -31,7 +31,7 @@ func (e *Reconciler) countRestarts(replicas []*replica, policy v1beta1.RunPolicy
 	}
 	for _, r := range replicas {
 		if r.pod != nil {
-			total += inPlaceRestarts(r.pod, e.Framework.ContainerName())
+			total += inPlaceRestarts(r.pod, e.Framework.Kind().Container)
 		}
 	}
 	if total > limit {

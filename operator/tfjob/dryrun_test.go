@@ -46,7 +46,7 @@ func TestWhatTheCRDAcceptsTheAPIServerAcceptsToCreate(t *testing.T) {
 			continue
 		}
 		accepted[kind]++
-		objs, err := (&replicajob.Reconciler{Framework: frameworks[kind]}).Build(job)
+		objs, err := (&replicajob.Reconciler{Framework: frameworks[kind]}).Build(job.(v1beta1.Job))
 		if err != nil {
 			t.Errorf("%s %s: the CRD accepts it, but its pods cannot be built: %v", kind, job.GetName(), err)
 			continue

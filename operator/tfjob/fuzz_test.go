@@ -238,7 +238,7 @@ func FuzzTFConfig(f *testing.F) {
 		job := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 		job.Spec.ReplicaSpecs = decodeGroups(spec)
 		fw := tfjob.Framework{}
-		replicas := fw.Replicas(job)
+		replicas := job.Groups()
 
 		// The task: a group's type (or one the job does not have) and an index inside the
 		// group (taskIndex >= 0) or just past its end (-1 odd: -1; even: the group's size).

@@ -18,7 +18,7 @@ func TestTFConfig(t *testing.T) {
 		{TfReplicaType: "PS"},
 		{TfReplicaType: "EVALUATOR", Replicas: 1},
 	}
-	replicas := tfjob.Framework{}.Replicas(job)
+	replicas := job.Groups()
 	for _, tc := range []struct {
 		typ   string
 		index int
@@ -57,7 +57,7 @@ func TestDecider(t *testing.T) {
 		for _, typ := range tc.types {
 			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, v1beta1.TfReplicaSpec{TfReplicaType: typ})
 		}
-		if got := fw.Decider(fw.Replicas(job)); got != tc.want {
+		if got := fw.Decider(job.Groups()); got != tc.want {
 			t.Errorf("%v: decider %s, want %s", tc.types, got, tc.want)
 		}
 	}
@@ -66,7 +66,7 @@ func TestDecider(t *testing.T) {
 func TestReplicasApplyDefaults(t *testing.T) {
 	job := &v1beta1.TfJob{}
 	job.Spec.ReplicaSpecs = []v1beta1.TfReplicaSpec{{TfReplicaType: "WORKER"}}
-	r := tfjob.Framework{}.Replicas(job)[0]
+	r := job.Groups()[0]
 	if r.Replicas != 1 || r.Port != 2222 || r.RestartPolicy != v1beta1.RestartPolicyExitCode {
 		t.Errorf("defaults %+v", r)
 	}

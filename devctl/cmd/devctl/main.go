@@ -1,6 +1,6 @@
 // Command devctl gives a developer a local mlkube: a kind cluster running the operator built
 // from the checkout's source (`devctl up`), a look at it (`devctl status`), its removal
-// (`devctl down`), and TfJobs and MXJobs run and followed in it (`devctl run`, `logs`, `convert`).
+// (`devctl down`), and TfJobs, MXJobs and PyTorchJobs run and followed in it (`devctl run`, `logs`, `convert`).
 package main
 
 import (
@@ -70,8 +70,8 @@ func runCommand() *cobra.Command {
 	opts := commands.RunOptions{Stdin: os.Stdin}
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Submit a TfJob or MXJob and follow it to its end: replica states and every replica's log",
-		Long: `Run submits the TfJob or MXJob in FILE to the cluster of the current kubeconfig context and
+		Short: "Submit a job (TfJob, MXJob or PyTorchJob) and follow it to its end: replica states and every replica's log",
+		Long: `Run submits the job (TfJob, MXJob or PyTorchJob) in FILE to the cluster of the current kubeconfig context and
 follows it until it ends. FILE may be in today's mlkube.io/v1beta1 form or in any older form
 devctl convert reads (the 2017 snake_case TfJob, tensorflow.org and kubeflow.org TFJobs; the
 fioravanzo.org and kubeflow.org MXJobs); an older one is converted first, and what the
@@ -167,7 +167,7 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the kubeconfig context's)")
-	f.StringVar(&opts.Kind, "kind", "", "the job's kind, tfjob or mxjob (default: whichever has a job named JOB)")
+	f.StringVar(&opts.Kind, "kind", "", "the job's kind, tfjob, mxjob or pytorchjob (default: whichever has a job named JOB)")
 	f.StringVar(&opts.Replica, "replica", "", "show only this replica, e.g. worker-1")
 	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep following until the job ends, including recreated pods")
 	f.BoolVar(&opts.Previous, "previous", false, "show each container's run before its last in-place restart")
@@ -254,7 +254,7 @@ func statusCommand() *cobra.Command {
 	name := commands.DefaultName
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster's nodes, the operator, the TfJob CRD and TfJobs and MXJobs by state",
+		Short: "Show the cluster's nodes, the operator, the TfJob CRD and jobs of every kind by state",
 		Long: `Status reports on the cluster through the kubeconfig kind keeps for it, whatever your current
 kubectl context is: whether each node is Ready, whether the operator Deployment is available and
 which version and image it runs, whether the TfJob CRD is established, and how many TfJobs and

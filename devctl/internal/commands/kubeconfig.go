@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -95,9 +94,9 @@ func connectCurrent(ctx context.Context) (*current, error) {
 }
 
 // serves says, as an error to show, when the cluster does not serve jobs of the kind.
-func (c *current) serves(kind *follow.Kind) error {
+func (c *current) serves(kind *v1beta1.Kind) error {
 	for _, r := range c.resources {
-		if r.Name == kind.Label+"s" {
+		if r.Name == kind.Plural {
 			return nil
 		}
 	}

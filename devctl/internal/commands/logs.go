@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // LogsOptions are the settings of `devctl logs`.
@@ -103,18 +104,18 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 }
 
 // findJob finds the job o names: of o.Kind, else of whichever kind has a job of that name. Two
-// jobs of that name (a TfJob and an MXJob) are a usage error that asks for --kind.
+// jobs of that name (a TfJob and an MXJob, say) are a usage error that asks for --kind.
 func findJob(ctx context.Context, cl *current, o LogsOptions) (client.Object, error) {
-	kinds := follow.Kinds
+	kinds := v1beta1.Kinds
 	if o.Kind != "" {
-		kind := follow.KindNamed(o.Kind)
+		kind := v1beta1.KindNamed(o.Kind)
 		if kind == nil {
-			return nil, UsageError(fmt.Errorf("--kind %s: it is tfjob or mxjob", o.Kind))
+			return nil, UsageError(fmt.Errorf("--kind %s: it is one of %s", o.Kind, strings.Join(v1beta1.Labels(), ", ")))
 		}
 		if err := cl.serves(kind); err != nil {
 			return nil, err
 		}
-		kinds = []*follow.Kind{kind}
+		kinds = []*v1beta1.Kind{kind}
 	}
 	var found []client.Object
 	var refs []string
@@ -137,14 +138,19 @@ func findJob(ctx context.Context, cl *current, o LogsOptions) (client.Object, er
 	switch len(found) {
 	case 0:
 		if served == 0 {
-			return nil, cl.serves(follow.TfJob)
+			return nil, cl.serves(v1beta1.Kinds[0])
 		}
 		return nil, fmt.Errorf("no %s in namespace %s (context %s)", strings.Join(refs, " or "), o.Namespace, cl.Context)
 	case 1:
 		return found[0], nil
 	}
-	return nil, UsageError(fmt.Errorf("both %s exist in namespace %s: say which with --kind %s or --kind %s",
-		strings.Join(refs, " and "), o.Namespace, follow.KindOf(found[0]).Label, follow.KindOf(found[1]).Label))
+	var both, flags []string
+	for _, job := range found {
+		both = append(both, follow.Ref(job))
+		flags = append(flags, "--kind "+follow.KindOf(job).Label())
+	}
+	return nil, UsageError(fmt.Errorf("%s exist in namespace %s: say which with %s",
+		strings.Join(both, " and "), o.Namespace, strings.Join(flags, " or ")))
 }
 
 // replicaPods lists the job's replica pods (one replica's with replica), in spec order.

@@ -117,7 +117,7 @@ func TestLogsOfTwoJobsOfOneName(t *testing.T) {
 	logs := func(kind string) error {
 		return Logs(ctx, LogsOptions{Job: "twin", Kind: kind, Namespace: ns}, &syncBuffer{}, &syncBuffer{})
 	}
-	if err := logs(""); ExitCode(err) != ExitUsage || err.Error() != "both tfjob/twin and mxjob/twin exist in namespace "+ns+": say which with --kind tfjob or --kind mxjob" {
+	if err := logs(""); ExitCode(err) != ExitUsage || err.Error() != "tfjob/twin and mxjob/twin exist in namespace "+ns+": say which with --kind tfjob or --kind mxjob" {
 		t.Errorf("no --kind: exit %d, %v", ExitCode(err), err)
 	}
 	for kind, want := range map[string]string{"mxjob": "mxjob/twin has no pods", "TfJob": "tfjob/twin has no pods"} {
@@ -125,8 +125,8 @@ func TestLogsOfTwoJobsOfOneName(t *testing.T) {
 			t.Errorf("--kind %s: %v, want %q", kind, err, want)
 		}
 	}
-	if err := logs("pytorchjob"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--kind pytorchjob: it is tfjob or mxjob") {
-		t.Errorf("--kind pytorchjob: exit %d, %v", ExitCode(err), err)
+	if err := logs("jaxjob"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--kind jaxjob: it is one of tfjob, mxjob, pytorchjob") {
+		t.Errorf("--kind jaxjob: exit %d, %v", ExitCode(err), err)
 	}
 	err = Logs(ctx, LogsOptions{Job: "nothere", Kind: "mxjob", Namespace: ns}, &syncBuffer{}, &syncBuffer{})
 	if err == nil || err.Error() != "no mxjob/nothere in namespace "+ns+" (context envtest)" {

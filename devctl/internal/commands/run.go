@@ -174,13 +174,13 @@ func (r *runner) submit(ctx context.Context, job client.Object, why string) (cli
 
 // deleteAndWait deletes the job of the kind with foreground propagation, so that its pods go
 // first, and watches until it is gone.
-func (r *runner) deleteAndWait(ctx context.Context, kind *follow.Kind, ns, name, why string) error {
+func (r *runner) deleteAndWait(ctx context.Context, kind *v1beta1.Kind, ns, name, why string) error {
 	ref := kind.Ref(name)
 	wctx, cancel := context.WithTimeout(ctx, r.o.DeleteWait)
 	defer cancel()
 	failed := func(err error) error {
 		if ctx.Err() == nil && wctx.Err() != nil {
-			return fmt.Errorf("%s is still being deleted after %s: its pods may not stop (kubectl get pods -n %s -l mlkube.io/job-name=%s,mlkube.io/job-kind=%s)", ref, r.o.DeleteWait, ns, name, kind.Label)
+			return fmt.Errorf("%s is still being deleted after %s: its pods may not stop (kubectl get pods -n %s -l mlkube.io/job-name=%s,mlkube.io/job-kind=%s)", ref, r.o.DeleteWait, ns, name, kind.Label())
 		}
 		return err
 	}
@@ -327,9 +327,9 @@ func (r *runner) logsHint(job client.Object) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	kind := follow.KindOf(job)
-	for _, other := range follow.Kinds {
+	for _, other := range v1beta1.Kinds {
 		if other != kind && r.cl.serves(other) == nil && r.cl.Client.Get(ctx, client.ObjectKeyFromObject(job), other.New()) == nil {
-			return hint + " --kind " + kind.Label
+			return hint + " --kind " + kind.Label()
 		}
 	}
 	return hint

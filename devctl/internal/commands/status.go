@@ -68,10 +68,11 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	fmt.Fprintf(w, "GPUs\t%s\n", gpuHealth(ctx, kube, nodes.Items))
 	crdLine, served := crdHealth(ctx, kube)
 	fmt.Fprintf(w, "TfJob CRD\t%s\n", crdLine)
-	if served {
-		fmt.Fprintf(w, "TfJobs\t%s\n", jobsByState(ctx, kube, follow.TfJob))
+	for _, k := range v1beta1.Kinds {
+		if served || k != v1beta1.Kinds[0] {
+			fmt.Fprintf(w, "%ss\t%s\n", k.Name, jobsByState(ctx, kube, k))
+		}
 	}
-	fmt.Fprintf(w, "MXJobs\t%s\n", jobsByState(ctx, kube, follow.MXJob))
 	return w.Flush()
 }
 
@@ -151,7 +152,7 @@ func crdHealth(ctx context.Context, kube *clients) (string, bool) {
 }
 
 // jobsByState counts the jobs of a kind in every namespace by state.
-func jobsByState(ctx context.Context, kube *clients, kind *follow.Kind) string {
+func jobsByState(ctx context.Context, kube *clients, kind *v1beta1.Kind) string {
 	list := kind.NewList()
 	err := kube.List(ctx, list)
 	switch {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
@@ -181,7 +182,7 @@ type streamInfo struct {
 
 type follower struct {
 	o        Options
-	kind     *Kind
+	kind     *v1beta1.Kind
 	events   chan event
 	jobs     *jobTracker
 	replicas *replicaTracker
@@ -377,12 +378,12 @@ func (f *follower) idle() bool {
 // PodSelector selects the replica pods of the jobs of a kind and name: those of one job, and,
 // with the same name, its predecessors'. TensorBoard's pods, which have no replica type, are
 // left out.
-func PodSelector(kind *Kind, name string) (labels.Selector, error) {
+func PodSelector(kind *v1beta1.Kind, name string) (labels.Selector, error) {
 	hasType, err := labels.NewRequirement(replicajob.LabelReplicaType, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
-	return labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: name, replicajob.LabelJobKind: kind.Label}).Add(*hasType), nil
+	return labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: name, replicajob.LabelJobKind: kind.Label()}).Add(*hasType), nil
 }
 
 // watchJob starts informers on the job (by name) and on its replica pods (by label) that send

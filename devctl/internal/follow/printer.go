@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // palette holds the ANSI colours replicas get, in spec order: no red (errors look red) and no
@@ -25,9 +27,9 @@ type Printer struct {
 // NewPrinter makes the Printer for a job's replicas; logColor colours the log lines' prefixes,
 // stateColor the names in state lines (each when its output is a terminal).
 func NewPrinter(job client.Object, logColor, stateColor bool) *Printer {
-	label := TfJob.Label
+	label := v1beta1.Kinds[0].Label()
 	if k := KindOf(job); k != nil {
-		label = k.Label
+		label = k.Label()
 	}
 	p := &Printer{job: label, width: len(label), logColor: logColor, stateColor: stateColor, colors: map[string]string{}}
 	for i, name := range ReplicaNames(job) {

@@ -23,6 +23,7 @@ func TestReadFollowsTheOperatorKustomizations(t *testing.T) {
 		"Namespace mlkube-system",
 		"CustomResourceDefinition tfjobs.mlkube.io",
 		"CustomResourceDefinition mxjobs.mlkube.io",
+		"CustomResourceDefinition pytorchjobs.mlkube.io",
 		"ServiceAccount mlkube-operator",
 		"ClusterRole mlkube-operator",
 		"Role mlkube-operator-leader-election",

@@ -112,5 +112,21 @@ type MXJobList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&MXJob{}, &MXJobList{})
+	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, Order: 2,
+		New: func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} }},
+		&MXJob{}, &MXJobList{})
 }
+
+// Groups lists the replica groups, defaults applied.
+func (j *MXJob) Groups() []ReplicaGroup {
+	var out []ReplicaGroup
+	for i := range j.Spec.ReplicaSpecs {
+		rs := &j.Spec.ReplicaSpecs[i]
+		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.MXReplicaType), Replicas: rs.Replicas, Port: rs.Port,
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultMXPort))
+	}
+	return out
+}
+
+func (j *MXJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *MXJob) JobStatus() *JobStatus { return &j.Status }

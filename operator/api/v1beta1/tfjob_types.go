@@ -160,5 +160,21 @@ type TfJobList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&TfJob{}, &TfJobList{})
+	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, Order: 1,
+		New: func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} }},
+		&TfJob{}, &TfJobList{})
 }
+
+// Groups lists the replica groups, defaults applied.
+func (j *TfJob) Groups() []ReplicaGroup {
+	var out []ReplicaGroup
+	for i := range j.Spec.ReplicaSpecs {
+		rs := &j.Spec.ReplicaSpecs[i]
+		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.TfReplicaType), Replicas: rs.Replicas, Port: rs.TfPort,
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultTfPort))
+	}
+	return out
+}
+
+func (j *TfJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *TfJob) JobStatus() *JobStatus { return &j.Status }

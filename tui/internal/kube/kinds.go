@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // Group and Version of every job kind the dashboard shows.
@@ -25,12 +27,15 @@ type Kind struct {
 	Container string // the container whose exit code decides a replica: its logs are shown first
 }
 
-// Kinds are the job kinds the dashboard looks for, in display order. Kinds the cluster does not
-// serve are left out (see Served); adding a framework is one line here.
-var Kinds = []Kind{
-	{Kind: "TfJob", Resource: "tfjobs", Container: "tensorflow"},
-	{Kind: "MXJob", Resource: "mxjobs", Container: "mxnet"},
-}
+// Kinds are the job kinds the dashboard looks for, in display order: every kind of the API's
+// table (v1beta1.Kinds). Kinds the cluster does not serve are left out (see Served).
+var Kinds = func() []Kind {
+	var out []Kind
+	for _, k := range v1beta1.Kinds {
+		out = append(out, Kind{Kind: k.Name, Resource: k.Plural, Container: k.Container})
+	}
+	return out
+}()
 
 // Label is the value of the mlkube.io/job-kind label on the kind's pods: its name in lower case.
 func (k Kind) Label() string { return strings.ToLower(k.Kind) }
@@ -40,12 +45,12 @@ func (k Kind) GVR() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: Group, Version: Version, Resource: k.Resource}
 }
 
-// Labels the operator puts on every replica pod (operator/replicajob/pods.go).
+// Labels the operator puts on every replica pod.
 const (
-	LabelJobName      = "mlkube.io/job-name"
-	LabelJobKind      = "mlkube.io/job-kind"
-	LabelReplicaType  = "mlkube.io/replica-type"
-	LabelReplicaIndex = "mlkube.io/replica-index"
+	LabelJobName      = v1beta1.LabelJobName
+	LabelJobKind      = v1beta1.LabelJobKind
+	LabelReplicaType  = v1beta1.LabelReplicaType
+	LabelReplicaIndex = v1beta1.LabelReplicaIndex
 )
 
 // KindNamed finds a kind by its name.

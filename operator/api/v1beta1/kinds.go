@@ -1,0 +1,131 @@
+package v1beta1
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Job is what every job kind is to the engine, devctl, the dashboard and the tests: replica
+// groups, a run policy and the one status every kind shares. Nothing outside a kind's own API
+// file and framework package needs to know which kind a job is.
+// +kubebuilder:object:generate=false
+type Job interface {
+	metav1.Object
+	runtime.Object
+	// Groups lists the replica groups in spec order, the apiserver's defaults applied (a job
+	// read from a file, or stored before a default existed, may not have them).
+	Groups() []ReplicaGroup
+	// Policy is the job's run policy.
+	Policy() RunPolicy
+	// JobStatus points into the job's status, which the operator fills in.
+	JobStatus() *JobStatus
+}
+
+// ReplicaGroup is one replica group of a job, whatever its kind.
+// +kubebuilder:object:generate=false
+type ReplicaGroup struct {
+	// Type is the replica type as the spec spells it, e.g. WORKER.
+	Type          string
+	Replicas      int32
+	Port          int32
+	RestartPolicy RestartPolicy
+	Template      *corev1.PodTemplateSpec
+}
+
+// Kind describes one job kind.
+// +kubebuilder:object:generate=false
+type Kind struct {
+	// Name is the kind as manifests spell it: TfJob.
+	Name string
+	// Plural is its resource: tfjobs.
+	Plural string
+	// Container is the container of each replica that gets the framework's env and whose exit
+	// code decides the replica's outcome.
+	Container string
+	// Order is where the kind is listed: in the order kinds were added to mlkube.
+	Order int
+	// New and NewList make empty objects of the kind.
+	New     func() Job
+	NewList func() List
+}
+
+// List is a list of jobs of one kind.
+// +kubebuilder:object:generate=false
+type List interface {
+	metav1.ListInterface
+	runtime.Object
+}
+
+// Label is the kind in lower case: the value of the pods' mlkube.io/job-kind label and the
+// resource in "tfjob/name".
+func (k *Kind) Label() string { return strings.ToLower(k.Name) }
+
+// Ref names a job of the kind the way kubectl does: "mxjob/mx-distributed".
+func (k *Kind) Ref(name string) string { return k.Label() + "/" + name }
+
+// Labels on every replica pod and service the operator creates, whatever the kind: selecting
+// by them is how the operator, kubectl, devctl and the dashboard find a job's replicas.
+const (
+	LabelJobName      = "mlkube.io/job-name"
+	LabelJobKind      = "mlkube.io/job-kind" // the kind's Label()
+	LabelReplicaType  = "mlkube.io/replica-type"
+	LabelReplicaIndex = "mlkube.io/replica-index"
+)
+
+// Kinds lists every job kind, in Order (TfJob first). Each kind's API file adds itself.
+var Kinds []*Kind
+
+func addKind(k *Kind, job Job, list List) {
+	Kinds = append(Kinds, k)
+	slices.SortFunc(Kinds, func(a, b *Kind) int { return a.Order - b.Order })
+	SchemeBuilder.Register(job, list)
+}
+
+// Labels lists the kinds' labels, e.g. for a message: "tfjob, mxjob, pytorchjob".
+func Labels() []string {
+	var out []string
+	for _, k := range Kinds {
+		out = append(out, k.Label())
+	}
+	return out
+}
+
+// KindOf is the kind of a job; nil for an object that is no job of ours.
+func KindOf(obj runtime.Object) *Kind {
+	for _, k := range Kinds {
+		if sameType(k.New(), obj) {
+			return k
+		}
+	}
+	return nil
+}
+
+// KindNamed finds a kind by its name, its label or its plural, in any case: "mxjob", "MXJob",
+// "mxjobs"; nil when none has it.
+func KindNamed(name string) *Kind {
+	for _, k := range Kinds {
+		if strings.EqualFold(name, k.Name) || strings.EqualFold(name, k.Plural) {
+			return k
+		}
+	}
+	return nil
+}
+
+func sameType(a, b runtime.Object) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
+
+// withDefaults fills what the apiserver defaults in a group.
+func withDefaults(g ReplicaGroup, port int32) ReplicaGroup {
+	g.Replicas = max(g.Replicas, 1)
+	if g.Port == 0 {
+		g.Port = port
+	}
+	if g.RestartPolicy == "" {
+		g.RestartPolicy = RestartPolicyExitCode
+	}
+	return g
+}

@@ -1,0 +1,130 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PyTorchReplicaType is a role in a distributed PyTorch job (torch.distributed).
+// +kubebuilder:validation:Enum=MASTER;WORKER
+type PyTorchReplicaType string
+
+const (
+	PyTorchReplicaMaster PyTorchReplicaType = "MASTER"
+	PyTorchReplicaWorker PyTorchReplicaType = "WORKER"
+)
+
+// PyTorchContainerName is the container of each replica that gets the torch.distributed env
+// and whose exit code decides the replica's outcome.
+const PyTorchContainerName = "pytorch"
+
+// DefaultPyTorchPort is the port the master's rendezvous listens on when port is unset.
+const DefaultPyTorchPort int32 = 23456
+
+// PyTorchReplicaSpec is one replica group of a PyTorchJob.
+// +kubebuilder:validation:XValidation:rule="self.pytorchReplicaType != 'MASTER' || self.replicas == 1",message="the MASTER group has exactly one replica (rank 0): set replicas: 1 (use WORKER for more)"
+// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'pytorch')",message="template.spec.containers needs a container named 'pytorch': it gets MASTER_ADDR, RANK and the rest, and its exit code decides the replica's outcome"
+// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.initContainers: every init container needs an image"
+type PyTorchReplicaSpec struct {
+	// pytorchReplicaType is the role: MASTER (exactly one; rank 0, where every rank meets, and
+	// its exit decides the job) or WORKER (ranks 1 and up).
+	// +required
+	PyTorchReplicaType PyTorchReplicaType `json:"pytorchReplicaType"`
+
+	// replicas is the number of pods of this type (default 1).
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// port is the port each replica listens on (default 23456). The master's is MASTER_PORT.
+	// +kubebuilder:default=23456
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// restartPolicy says what happens when the pytorch container exits, as for TfJob: ExitCode
+	// (default; 0 done, 1-127 permanent failure, 128-255 retryable, OOMKilled permanent),
+	// OnFailure, Always or Never.
+	// +kubebuilder:default=ExitCode
+	// +optional
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+
+	// template is the pod each replica runs. One container must be named pytorch.
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+}
+
+// PyTorchJobSpec is a distributed PyTorch job: its replica groups and how it runs.
+// +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.pytorchReplicaType == 'MASTER')",message="replicaSpecs needs a MASTER group: it is rank 0, where every rank meets, and its exit decides the job"
+type PyTorchJobSpec struct {
+	// replicaSpecs are the replica groups, one per pytorchReplicaType. They cannot change once
+	// the job exists: running replicas were told WORLD_SIZE.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicaSpecs cannot change once the job exists (running replicas were told WORLD_SIZE): delete the job and create it again"
+	// +listType=map
+	// +listMapKey=pytorchReplicaType
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +required
+	ReplicaSpecs []PyTorchReplicaSpec `json:"replicaSpecs"`
+
+	// runPolicy governs the job as a whole: clean-up, retries, deadline and TTL.
+	// +kubebuilder:default={}
+	// +optional
+	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
+}
+
+// PyTorchJob runs distributed PyTorch (torch.distributed, torchrun) on the same engine as TfJob:
+// one pod and one headless service per replica, MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK
+// (and torchrun's PET_* twins) in every pod, restarts by exit code, and the same status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=pytorchjobs,singular=pytorchjob,shortName=ptj,categories=mlkube
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.replicas`,description="ready/total pods per replica type"
+// +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica gets a service named <name>-<type>-<index>, and service names stop at 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it prefixes the replica service names (DNS-1035 labels)"
+type PyTorchJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   PyTorchJobSpec `json:"spec"`
+	Status JobStatus      `json:"status,omitempty"`
+}
+
+// PyTorchJobList is a list of PyTorchJobs.
+//
+// +kubebuilder:object:root=true
+type PyTorchJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PyTorchJob `json:"items"`
+}
+
+func init() {
+	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, Order: 3,
+		New: func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} }},
+		&PyTorchJob{}, &PyTorchJobList{})
+}
+
+// Groups lists the replica groups, defaults applied.
+func (j *PyTorchJob) Groups() []ReplicaGroup {
+	var out []ReplicaGroup
+	for i := range j.Spec.ReplicaSpecs {
+		rs := &j.Spec.ReplicaSpecs[i]
+		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.PyTorchReplicaType), Replicas: rs.Replicas, Port: rs.Port,
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultPyTorchPort))
+	}
+	return out
+}
+
+func (j *PyTorchJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *PyTorchJob) JobStatus() *JobStatus { return &j.Status }
