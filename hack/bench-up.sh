@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Times `devctl up` from nothing (cold) and on an existing cluster (warm) against a bare
-# `kind create cluster` with the same node image, N times each, and prints the medians:
+# Times `devctl up` from nothing (cold) and on an existing cluster (warm), and `make up` on an
+# existing cluster with nothing changed (no-op: hack/up.sh, the node image check and devctl's
+# build check included), against a bare `kind create cluster` with the same node image, N times
+# each, and prints the medians:
 #   hack/bench-up.sh [N]     (default 3; needs a Docker engine and the node image)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,16 +17,18 @@ trap 'rm -f "$KUBECONFIG"' EXIT
 secs() { local s=$(date +%s.%N); "$@" >/dev/null 2>&1; awk -v a="$(date +%s.%N)" -v b="$s" 'BEGIN {printf "%.2f", a - b}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-kind=() cold=() warm=()
+kind=() cold=() warm=() noop=()
 for i in $(seq 1 "$n"); do
   kind+=("$(secs bin/kind create cluster --name bench-kind --image "$image" --config clusters/kind.yaml --wait 5m)")
   bin/kind delete cluster --name bench-kind >/dev/null 2>&1
   cold+=("$(secs bin/devctl up --name bench-devctl --image "$image")")
   warm+=("$(secs bin/devctl up --name bench-devctl --image "$image")")
+  noop+=("$(secs hack/up.sh --name bench-devctl)")
   bin/devctl down --name bench-devctl >/dev/null 2>&1
-  echo "run $i: kind create ${kind[-1]}s, devctl up cold ${cold[-1]}s, warm ${warm[-1]}s" >&2
+  echo "run $i: kind create ${kind[-1]}s, devctl up cold ${cold[-1]}s, warm ${warm[-1]}s, make up no-op ${noop[-1]}s" >&2
 done
 printf '| what | median of %d (s) | runs (s) |\n| --- | --- | --- |\n' "$n"
 printf '| `kind create cluster --wait 5m` (bare, same image) | %.1f | %s |\n' "$(printf '%s\n' "${kind[@]}" | median)" "$(printf '%.1f ' "${kind[@]}")"
 printf '| `devctl up`, no cluster (cold) | %.1f | %s |\n' "$(printf '%s\n' "${cold[@]}" | median)" "$(printf '%.1f ' "${cold[@]}")"
 printf '| `devctl up`, cluster exists (warm) | %.1f | %s |\n' "$(printf '%s\n' "${warm[@]}" | median)" "$(printf '%.1f ' "${warm[@]}")"
+printf '| `make up`, cluster exists, nothing changed (no-op) | %.1f | %s |\n' "$(printf '%s\n' "${noop[@]}" | median)" "$(printf '%.1f ' "${noop[@]}")"

@@ -3,10 +3,14 @@
 # hack/kubernetes/go.mod and hack/coredns/go.mod pin, into a cache outside the clone:
 #   hack/build-kubernetes.sh kube-apiserver etcd kubectl
 # prints one absolute path per program, in order. A program already built at its version is
-# reused, so a fresh clone on a machine that built them once pays nothing.
+# reused, so a fresh clone on a machine that built them once pays nothing. While one builds
+# (minutes, cold), stderr gets a line every 15 s: how long so far and the package it compiles.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/hack/progress.sh"
+log=""
+trap 'progress_stop; [ -z "$log" ] || rm -f "$log"' EXIT
 cache="${MLKUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mlkube}/bin"
 pinned() { awk -v m="$2" '$1==m {print $2; exit}' "$root/hack/$1/go.mod"; }
 k8s_version=$(pinned kubernetes k8s.io/kubernetes)
@@ -35,13 +39,23 @@ for name in "$@"; do
   out="$cache/$name-$version"
   # One build of a program at a time, however many scripts ask for it at once.
   exec {lock}>"$out.lock"
-  flock "$lock"
+  if ! flock -n "$lock"; then
+    progress_start "waiting for another build of $name $version"
+    flock "$lock"
+    progress_end
+  fi
   if [ ! -x "$out" ]; then
     echo "building $name $version (cold: minutes; cached in $cache)" >&2
-    start=$SECONDS
-    (cd "$root/hack/$module" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
+    # -v names each package as it starts compiling: the progress line tells the latest. The log
+    # keeps go's messages, shown without those names when the build fails.
+    log=$(mktemp "${TMPDIR:-/tmp}/build-kubernetes.XXXXXX")
+    progress_start "building $name $version" "$log"
+    (cd "$root/hack/$module" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -v -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") 2> "$log" \
+      || { status=$?; grep -v -E '^[^[:space:]:#]+$' "$log" >&2; exit "$status"; }
+    progress_end
+    rm -f "$log"
+    log=""
     mv "$out.tmp" "$out"
-    echo "built $name in $((SECONDS - start))s" >&2
   fi
   exec {lock}>&-
   echo "$out"

@@ -11,9 +11,12 @@
 #
 # Docker's image store is the cache: an image whose recipe label matches this recipe is reused,
 # and the Debian base is kept as its own image, so a rebuild after a change here is quick.
+# Progress goes to stderr (each long step with its duration, and a line every 15 s while it
+# runs); stdout is the image's tag alone.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/hack/progress.sh"
 here="$root/clusters/nodeimage"
 pinned() { awk -v m="$2" '$1==m {print $2; exit}' "$root/$1"; }
 k8s=$(pinned hack/kubernetes/go.mod k8s.io/kubernetes)
@@ -40,7 +43,20 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/mlkube-nodeimage.XXXXXX")
 build_container=""
+# The images this build replaces (older builds of the same tags): removed at the end when no
+# tag names them any more and no container uses them (a cluster's node runs on its image).
+replaced=()
+replacing() { local id; if id=$(docker image inspect -f '{{.Id}}' "$1" 2>/dev/null); then replaced+=("$id"); fi; }
+remove_replaced() {
+  local id
+  for id in "${replaced[@]}"; do
+    if [ "$(docker image inspect -f '{{len .RepoTags}}' "$id" 2>/dev/null)" = 0 ]; then
+      docker rmi "$id" >/dev/null 2>&1 || true
+    fi
+  done
+}
 cleanup() {
+  progress_stop
   [ -n "$build_container" ] && docker rm -f "$build_container" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -62,17 +78,22 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
   if ! command -v debootstrap >/dev/null; then
     # A fresh test machine has none; Debian's package is all it takes.
     [ "$(id -u)" = 0 ] || die "debootstrap is missing: apt-get install debootstrap"
-    echo "installing debootstrap" >&2
+    progress_start "installing debootstrap"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    progress_end
   fi
   # This machine's own Debian mirror, as apt is configured.
   mirror=$(grep -hoE '^(URIs:|deb) +[^ ]+' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | awk '{print $2}' | grep -v -- '-security' | grep -i debian | head -n 1 || true)
   [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt sources"
-  echo "debootstrap bookworm from $mirror (a few minutes; cached as $base)" >&2
+  echo "  debootstrap bookworm from $mirror (a few minutes; cached as $base)" >&2
+  progress_start "debootstrap bookworm"
   debootstrap --variant=minbase --include="$packages" bookworm "$work/rootfs" "$mirror" > "$work/debootstrap.log" 2>&1 \
     || { tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
+  progress_end
   rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb "$work/rootfs/var/lib/apt/lists/"*
+  progress_start "docker import $base"
   tar -C "$work/rootfs" -c . | docker import -c 'ENV container=docker' - "$base" >/dev/null
+  progress_end
   rm -rf "$work/rootfs"
 fi
 
@@ -81,6 +102,8 @@ mapfile -t refs < <("${bin[kubeadm]}" config images list --kubernetes-version "$
 [ "${#refs[@]}" -gt 0 ] || die "kubeadm config images list gave nothing"
 path_env='ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 for ref in "${refs[@]}"; do
+  progress_start "$ref"
+  replacing "$ref"
   name=${ref##*/}; name=${name%%:*}
   case $name in
     kube-proxy)
@@ -99,18 +122,23 @@ for ref in "${refs[@]}"; do
       tar -C "$work/img-$name" -c . | docker import -c "ENTRYPOINT [\"/$name\"]" - "$ref" >/dev/null ;;
     *) die "kubeadm expects an image this builder does not make: $ref" ;;
   esac
-  echo "  $ref" >&2
+  progress_end
 done
+progress_start "docker save of the control-plane images"
 docker save -o "$work/images.tar" "${refs[@]}"
+progress_end
 
 step "Node image $tag"
 build_container=$(docker run -d --entrypoint sleep --security-opt seccomp=unconfined "$base" infinity)
 node_exec() { docker exec "$build_container" "$@"; }
+progress_start "copying kind's files, ours, the programs and the images into the build container"
 # kind's files first, then ours over them.
 docker cp "$kindfiles/." "$build_container:/"
 docker cp "$here/files/." "$build_container:/"
 for p in kubeadm kubelet kubectl; do docker cp "${bin[$p]}" "$build_container:/usr/bin/$p"; done
 docker cp "$work/images.tar" "$build_container:/kind/images.tar"
+progress_end
+progress_start "setting up the node, the control-plane images into its containerd"
 node_exec bash -euo pipefail -c "
   chmod 755 /usr/local/bin/* /kind/bin/* /usr/bin/kubeadm /usr/bin/kubelet /usr/bin/kubectl
   # kind's units and scripts expect the upstream install locations.
@@ -138,12 +166,17 @@ node_exec bash -euo pipefail -c "
   pkill containerd
   rm -f /kind/images.tar /tmp/containerd.log
 "
+progress_end
 # No STOPSIGNAL (kind's image asks systemd to halt with SIGRTMIN+3): Docker 20.10 cannot set it
 # on commit, and kind removes its nodes with a kill, never a stop.
+progress_start "docker commit $tag"
+replacing "$tag"
 docker commit \
   -c 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' -c 'CMD []' \
   -c 'ENV container=docker' \
   -c "LABEL mlkube.io/recipe=$recipe mlkube.io/kubernetes-version=$k8s" \
   "$build_container" "$tag" >/dev/null
+progress_end
+remove_replaced
 echo "nodeimage: built $tag (recipe $recipe)" >&2
 echo "$tag"

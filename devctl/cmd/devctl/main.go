@@ -211,9 +211,10 @@ config) built from this checkout. It creates the
 cluster from --config (default: clusters/kind.yaml of the checkout, else a single node without
 kindnet), builds the operator image with go build and tags it by its digest, loads it into every
 node, applies the CRDs, RBAC and Deployment with server-side apply, and waits until the operator
-is available. Every step prints one line with its duration and is skipped when already done: on
-an existing cluster with unchanged source, up only rebuilds from Go's cache and checks. It leaves
-kubectl on the cluster's context (kind-<name>).`,
+is available. Every step prints what it does and its duration, and is skipped when already
+done: an image is built only when the hash of its sources names no image the nodes hold, so on
+an existing cluster with unchanged source up builds nothing and only checks. It leaves kubectl
+on the cluster's context (kind-<name>).`,
 		Example: `  # a cluster named mlkube from clusters/kind.yaml, with a node image built locally
   devctl up --image mlkube/kind-node:v1.34.4
 

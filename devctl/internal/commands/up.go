@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -35,19 +36,21 @@ type UpOptions struct {
 }
 
 // Up makes sure a kind cluster runs with the operator and nodeprobe built from the checkout's
-// source: each step is skipped when its work is already done, so a second run on an unchanged
-// checkout only rebuilds (from Go's cache) and compares. Status lines go to status, the summary
-// to out.
+// source: each step is skipped when its work is already done. An image is built only when the
+// hash of its sources (images.Key) names no image the nodes already hold, so a second run on an
+// unchanged checkout builds nothing and only compares. Status lines go to status, the summary to
+// out.
 func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
 	u := &up{opts: opts, root: root, cluster: kindcluster.New(opts.Name, kindcmd.NewLogger())}
-	r := steps.Runner{Out: status}
+	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
 	err = r.Run(ctx,
 		steps.Step{Name: "Checking Docker", Run: u.checkDocker},
-		steps.Step{Name: "Creating cluster " + opts.Name, Run: u.createCluster},
+		// kind draws its own progress while it creates the cluster.
+		steps.Step{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
 		steps.Step{Name: "Building images", Run: u.buildImages},
 		steps.Step{Name: "Loading images into the nodes", Run: u.loadImages},
 		steps.Step{Name: "Applying the operator manifests", Run: u.applyOperator},
@@ -72,6 +75,10 @@ type up struct {
 	version string
 	built   []*images.Built
 	kube    *clients
+	// nodes are the cluster's nodes and have, for each, the images it holds (reference →
+	// digest), as they were before this run loaded any.
+	nodes []nodes.Node
+	have  []map[string]string
 }
 
 func (u *up) checkDocker(ctx context.Context) error {
@@ -107,44 +114,128 @@ func (u *up) createCluster(ctx context.Context) error {
 	return steps.Done("Created cluster %s from %s", u.opts.Name, from)
 }
 
+// buildImages builds the images whose sources changed since the nodes got them: an image whose
+// key (the hash of its sources, build flags and toolchain) gave an image that every node holds
+// is not built again.
 func (u *up) buildImages(ctx context.Context) error {
+	p := steps.From(ctx)
 	u.version = sourceVersion(ctx, u.root)
 	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
-	// At once: on an unchanged checkout each build is mostly its link, one core each, and
-	// nodeprobe's (cgo, through the C linker) is the longest.
+	// The nodes' images are listed while the keys are computed.
+	listed := make(chan struct{})
+	var listErr error
+	go func() {
+		defer close(listed)
+		listErr = u.listNodeImages()
+	}()
+	var cache images.Cache
+	if dir, err := cacheDir(); err != nil {
+		p.Printf("building every image: no cache directory (%v)", err)
+	} else {
+		cache.Dir = filepath.Join(dir, "images")
+	}
+	// At once: after a change, each build is mostly its link, one core each, and nodeprobe's
+	// (cgo, through the C linker) is the longest.
 	built := make([]*images.Built, len(images.Ours))
+	reused := make([]bool, len(images.Ours))
 	errs := make([]error, len(images.Ours))
 	var wg sync.WaitGroup
 	for i, img := range images.Ours {
-		wg.Go(func() { built[i], errs[i] = images.Build(ctx, opts, img) })
+		wg.Go(func() { built[i], reused[i], errs[i] = u.buildImage(ctx, p, cache, opts, img, listed) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	<-listed
+	if err := errors.Join(append(errs, listErr)...); err != nil {
 		return err
 	}
-	var refs []string
-	for _, b := range built {
+	var made, kept []string
+	for i, b := range built {
 		u.built = append(u.built, b)
-		refs = append(refs, b.Ref.String())
+		if reused[i] {
+			kept = append(kept, b.Ref.String())
+		} else {
+			made = append(made, b.Ref.String())
+		}
 	}
-	return steps.Done("Built %s (version %s)", strings.Join(refs, ", "), u.version)
+	switch {
+	case len(made) == 0:
+		return steps.Done("Images unchanged, already on the nodes: %s (version %s)", strings.Join(kept, ", "), u.version)
+	case len(kept) == 0:
+		return steps.Done("Built %s (version %s)", strings.Join(made, ", "), u.version)
+	}
+	return steps.Done("Built %s; unchanged %s (version %s)", strings.Join(made, ", "), strings.Join(kept, ", "), u.version)
+}
+
+// buildImage returns img's image, and whether it is one the nodes hold already, from an earlier
+// build of the same key: then there is no build. listed closes once u.have is filled in.
+func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, bool, error) {
+	key, keyErr := images.Key(ctx, opts, img)
+	switch {
+	case keyErr != nil:
+		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, oneLine(keyErr))
+	case cache.Dir != "":
+		if ref, ok := cache.Lookup(img, key); ok {
+			<-listed
+			b := &images.Built{Image: img, Ref: ref}
+			if u.onEveryNode(b) {
+				return b, true, nil
+			}
+		}
+	}
+	task := p.Start("building " + img.Name)
+	opts.Progress = task.Doing
+	b, err := images.Build(ctx, opts, img)
+	if err != nil {
+		task.Fail()
+		return nil, false, err
+	}
+	task.Done("built %s", b.Ref)
+	if keyErr == nil && cache.Dir != "" {
+		// Remembered only when the sources did not change during the build: else the image may
+		// be of other sources than the key's.
+		if after, err := images.Key(ctx, opts, img); err == nil && after == key {
+			if err := cache.Store(key, b.Ref); err != nil {
+				p.Printf("not remembering the build of %s: %v", b.Ref, err)
+			}
+		}
+	}
+	return b, false, nil
+}
+
+// listNodeImages finds the cluster's nodes and the images each holds.
+func (u *up) listNodeImages() error {
+	all, err := u.cluster.Nodes()
+	if err != nil {
+		return err
+	}
+	u.nodes, u.have = all, make([]map[string]string, len(all))
+	for i, n := range all {
+		if u.have[i], err = nodeImages(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onEveryNode reports whether every node holds b under its content tag, with the :dev alias on
+// the same image.
+func (u *up) onEveryNode(b *images.Built) bool {
+	for _, have := range u.have {
+		if !loadedAndAliased(have, b) {
+			return false
+		}
+	}
+	return len(u.have) > 0
 }
 
 // loadImages loads into each node the images it lacks, under their content tag and the :dev
 // alias. The content tag is the image's digest, so a node that lists it has exactly this image;
 // the alias must also name the same image, or the node gets the archive again to move it.
 func (u *up) loadImages(ctx context.Context) error {
-	nodes, err := u.cluster.Nodes()
-	if err != nil {
-		return err
-	}
+	p := steps.From(ctx)
 	var toLoad []*images.Built
 	var targets []int
-	for i, n := range nodes {
-		have, err := nodeImages(n)
-		if err != nil {
-			return err
-		}
+	for i, have := range u.have {
 		lacks := false
 		for _, b := range u.built {
 			if !loadedAndAliased(have, b) {
@@ -161,32 +252,60 @@ func (u *up) loadImages(ctx context.Context) error {
 	if len(targets) == 0 {
 		return steps.Done("Images already on the nodes")
 	}
+	var refs []string
+	for _, b := range toLoad {
+		if b.Img == nil {
+			return fmt.Errorf("%s was not built in this run, yet a node lacks it", b.Ref)
+		}
+		refs = append(refs, b.Ref.String())
+	}
 
+	task := p.Start("writing the archive of " + strings.Join(refs, ", "))
 	archive, err := os.CreateTemp("", "devctl-images-*.tar")
 	if err != nil {
+		task.Fail()
 		return err
 	}
 	defer os.Remove(archive.Name())
 	if err := images.WriteArchive(archive, toLoad...); err != nil {
 		archive.Close()
+		task.Fail()
 		return fmt.Errorf("writing the image archive: %w", err)
 	}
-	if err := archive.Close(); err != nil {
+	size, err := archive.Seek(0, io.SeekCurrent)
+	if cerr := archive.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		task.Fail()
 		return err
 	}
+	task.Done("wrote the archive (%.1f MB)", float64(size)/1e6)
 	for _, i := range targets {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := kindcluster.LoadArchive(nodes[i], archive.Name()); err != nil {
+		task := p.Start(fmt.Sprintf("loading it into node %s", u.nodes[i]))
+		if err := kindcluster.LoadArchive(u.nodes[i], archive.Name()); err != nil {
+			task.Fail()
 			return err
 		}
-	}
-	var refs []string
-	for _, b := range toLoad {
-		refs = append(refs, b.Ref.String())
+		task.Done("")
 	}
 	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), images.DevTag, len(targets))
+}
+
+// cacheDir is where devctl keeps what it remembers between runs, beside what the scripts cache:
+// $MLKUBE_CACHE, else $XDG_CACHE_HOME/mlkube, else ~/.cache/mlkube.
+func cacheDir() (string, error) {
+	if dir := os.Getenv("MLKUBE_CACHE"); dir != "" {
+		return dir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "mlkube"), nil
 }
 
 // nodeImages lists the images the node's containerd holds for Kubernetes, by reference, with
@@ -236,7 +355,16 @@ func (u *up) applyOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	applied, err := manifests.Apply(ctx, u.kube, objs)
+	// Objects as devctl's last apply left them are not applied again: the CRDs' no-op applies
+	// are most of this step's time.
+	var mem *manifests.Memory
+	if dir, err := cacheDir(); err == nil {
+		mem = manifests.OpenMemory(filepath.Join(dir, "applied", u.opts.Name+".json"))
+	}
+	applied, err := manifests.ApplyRemembering(ctx, u.kube, objs, mem)
+	if serr := mem.Save(); err == nil && serr != nil {
+		steps.From(ctx).Printf("not remembering what was applied: %v", serr)
+	}
 	if err != nil {
 		return err
 	}

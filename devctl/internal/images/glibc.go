@@ -21,13 +21,15 @@ type File struct {
 }
 
 // machines are the ELF machines of the architectures we build cgo images for, and Debian's
-// multiarch directory name for each: the library directory glibc's loader searches by default.
+// multiarch directory name for each: the library directory glibc's loader searches by default;
+// interp is the loader glibc's binaries name (PT_INTERP) there.
 var machines = map[string]struct {
 	machine   elf.Machine
 	multiarch string
+	interp    string
 }{
-	"amd64": {elf.EM_X86_64, "x86_64-linux-gnu"},
-	"arm64": {elf.EM_AARCH64, "aarch64-linux-gnu"},
+	"amd64": {elf.EM_X86_64, "x86_64-linux-gnu", "/lib64/ld-linux-x86-64.so.2"},
+	"arm64": {elf.EM_AARCH64, "aarch64-linux-gnu", "/lib/ld-linux-aarch64.so.1"},
 }
 
 // RuntimeFiles finds what a dynamically linked binary needs to start, on this (the build) host:
@@ -70,8 +72,23 @@ func RuntimeFiles(binary []byte, arch string, extra []string) ([]File, error) {
 	}
 	files := []File{{Path: interp, Mode: 0o755, Data: loader}}
 	libDir := "/lib/" + m.multiarch
-	seen := map[string]bool{path.Base(interp): true} // libc names the loader too; it is there already
-	queue := append(append([]string(nil), needed...), extra...)
+	err = libraries(arch, interp, append(append([]string(nil), needed...), extra...), func(soname string, data []byte) {
+		files = append(files, File{Path: path.Join(libDir, soname), Mode: 0o644, Data: data})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return files, nil
+}
+
+// libraries finds each of sonames on this host and, in turn, the libraries each needs, and
+// gives each once to found, with its contents. The loader, interp, is not among them: libc
+// names it too, and it is where the binary says.
+func libraries(arch, interp string, sonames []string, found func(soname string, data []byte)) error {
+	m := machines[arch]
+	seen := map[string]bool{path.Base(interp): true}
+	queue := slices.Clone(sonames)
 	for len(queue) > 0 {
 		soname := queue[0]
 		queue = queue[1:]
@@ -81,13 +98,12 @@ func RuntimeFiles(binary []byte, arch string, extra []string) ([]File, error) {
 		seen[soname] = true
 		data, deps, err := findLibrary(soname, m.multiarch, m.machine)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		files = append(files, File{Path: path.Join(libDir, soname), Mode: 0o644, Data: data})
+		found(soname, data)
 		queue = append(queue, deps...)
 	}
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	return files, nil
+	return nil
 }
 
 func interpreter(f *elf.File) (string, error) {

@@ -11,7 +11,9 @@ package images
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -94,11 +96,18 @@ type Options struct {
 	Version string
 	// Arch is the GOARCH of the nodes.
 	Arch string
+	// Progress, when set, hears what the build does while it runs: "compiling <package>",
+	// "downloading <module> <version>", "linking", "assembling the image".
+	Progress func(doing string)
 }
 
-// Build compiles img's package into a linux binary, static unless img needs cgo, and assembles
-// the image around it. When the compiler fails, the error holds its output.
-func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
+// goBuild is how Build runs go build for an image: the environment and flags, which Key hashes.
+type goBuild struct {
+	env     []string
+	ldflags string
+}
+
+func newBuild(opts Options, img Image) (*goBuild, error) {
 	cgo := "CGO_ENABLED=0"
 	if img.CGO {
 		// cgo needs a C compiler and a C library for the target; the host's are for the host.
@@ -107,6 +116,33 @@ func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
 		}
 		cgo = "CGO_ENABLED=1"
 	}
+	// No build ID: it hashes the inputs, comments included, so without it a change that leaves
+	// the program as it was (a comment, a test) gives the same binary, the same image and tag,
+	// and nothing to load or roll out.
+	ldflags := "-s -w -buildid="
+	if img.VersionVar != "" {
+		ldflags += " -X " + img.VersionVar + "=" + opts.Version
+	}
+	return &goBuild{env: []string{cgo, "GOOS=linux", "GOARCH=" + opts.Arch}, ldflags: ldflags}, nil
+}
+
+// args are go build's arguments, writing the binary to out. -buildvcs=false: the binary does not
+// depend on the state of the git checkout, only on its sources (and VersionVar).
+func (b *goBuild) args(out string) []string {
+	return []string{"build", "-v", "-trimpath", "-buildvcs=false", "-ldflags", b.ldflags, "-o", out}
+}
+
+// Build compiles img's package into a linux binary, static unless img needs cgo, and assembles
+// the image around it. When the compiler fails, the error holds its output.
+func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
+	b, err := newBuild(opts, img)
+	if err != nil {
+		return nil, err
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
 	tmp, err := os.MkdirTemp("", "devctl-build-")
 	if err != nil {
 		return nil, err
@@ -114,20 +150,17 @@ func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, img.Binary)
 
-	ldflags := "-s -w"
-	if img.VersionVar != "" {
-		ldflags += " -X " + img.VersionVar + "=" + opts.Version
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, img.Package)
+	cmd := exec.CommandContext(ctx, "go", append(b.args(bin), img.Package)...)
 	cmd.Dir = opts.Dir
-	cmd.Env = append(os.Environ(), cgo, "GOOS=linux", "GOARCH="+opts.Arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build %s failed (%v):\n%s", img.Package, err, indent(out))
+	cmd.Env = append(os.Environ(), b.env...)
+	if messages, err := runBuild(cmd, progress); err != nil {
+		return nil, fmt.Errorf("go build %s failed (%v):\n%s", img.Package, err, indent(messages))
 	}
 	binary, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
 	}
+	progress("assembling the image")
 	var base []File
 	if img.CGO {
 		if base, err = RuntimeFiles(binary, opts.Arch, img.Libraries); err != nil {
@@ -135,6 +168,43 @@ func Build(ctx context.Context, opts Options, img Image) (*Built, error) {
 		}
 	}
 	return Assemble(img, binary, opts.Arch, base...)
+}
+
+// runBuild runs `go build -v` and reads what it prints as it goes: the name of each package as it
+// starts compiling it (the main package last: then it links), "go: downloading" lines, and the
+// compiler's messages, which it returns, without the package names.
+func runBuild(cmd *exec.Cmd, progress func(string)) ([]byte, error) {
+	r, w := io.Pipe()
+	cmd.Stdout, cmd.Stderr = w, w
+	var messages bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		s := bufio.NewScanner(r)
+		s.Buffer(nil, 1<<20)
+		for s.Scan() {
+			line := s.Text()
+			switch rest, downloading := strings.CutPrefix(line, "go: downloading "); {
+			case downloading:
+				progress("downloading " + rest)
+			case isPackageLine(line):
+				progress("compiling " + line)
+				continue
+			}
+			messages.WriteString(line + "\n")
+		}
+		io.Copy(io.Discard, r) // a line too long for the scanner: let go build finish
+	}()
+	err := cmd.Run()
+	w.Close()
+	<-read
+	return messages.Bytes(), err
+}
+
+// isPackageLine says whether a line of go build -v's output is a package's import path: one
+// word, no colon (a compiler message has "file:line:", go's own lines have spaces).
+func isPackageLine(line string) bool {
+	return line != "" && !strings.ContainsAny(line, " \t:#")
 }
 
 // Assemble makes the image of img from its binary: a layer holding /Binary (mode 0755), run as
@@ -207,9 +277,11 @@ func tarLayer(entries []entry) (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
+	// Compressed once, fast: the digest (the tag) needs the compressed layer, and so does the
+	// archive loaded into the nodes, which would otherwise compress it again.
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	})
+	}, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithCompressedCaching)
 }
 
 // baseLayer makes the layer of files: each with its parent directories (mode 0755) before it,

@@ -507,3 +507,26 @@ func TestBaseLayerIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// What go build -v prints as it goes reaches Progress as what the build does now; the error keeps
+// the compiler's messages and go's own lines, not the package names.
+func TestRunBuildReportsProgressAndKeepsTheMessages(t *testing.T) {
+	script := `echo 'go: downloading example.com/mod v1.2.3' >&2
+echo 'k8s.io/client-go/kubernetes' >&2
+echo 'example.com/app/cmd/app' >&2
+echo '# example.com/app/cmd/app' >&2
+echo 'cmd/app/main.go:6:2: undefined: x' >&2
+exit 1`
+	var heard []string
+	messages, err := runBuild(exec.Command("sh", "-c", script), func(doing string) { heard = append(heard, doing) })
+	if err == nil {
+		t.Error("a failing build gave no error")
+	}
+	want := []string{"downloading example.com/mod v1.2.3", "compiling k8s.io/client-go/kubernetes", "compiling example.com/app/cmd/app"}
+	if !slices.Equal(heard, want) {
+		t.Errorf("progress heard %q, want %q", heard, want)
+	}
+	if got, want := string(messages), "go: downloading example.com/mod v1.2.3\n# example.com/app/cmd/app\ncmd/app/main.go:6:2: undefined: x\n"; got != want {
+		t.Errorf("messages %q, want %q", got, want)
+	}
+}

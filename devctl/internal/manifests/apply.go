@@ -27,6 +27,12 @@ func (a Applied) String() string {
 // the same objects again changes nothing on the server; the resource version tells which objects
 // changed.
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) (Applied, error) {
+	return ApplyRemembering(ctx, c, objs, nil)
+}
+
+// ApplyRemembering is Apply that skips the objects that mem says are as its last apply of the
+// same manifest left them (see Memory), and records what it applies in mem.
+func ApplyRemembering(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, mem *Memory) (Applied, error) {
 	var a Applied
 	for _, u := range objs {
 		id := fmt.Sprintf("%s %s", u.GetKind(), client.ObjectKeyFromObject(u))
@@ -37,11 +43,16 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 			return a, fmt.Errorf("reading %s: %w", id, err)
 		}
 		existed := err == nil
+		if existed && mem.unchanged(u, before) {
+			a.Unchanged++
+			continue
+		}
 
 		after := u.DeepCopy()
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(after), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return a, fmt.Errorf("applying %s: %w", id, err)
 		}
+		mem.remember(u, after)
 		switch {
 		case !existed:
 			a.Created++

@@ -3,13 +3,17 @@ package manifests
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mlkube/mlkube/internal/controlplane"
 	"github.com/mlkube/mlkube/operator/config"
@@ -31,7 +35,7 @@ func TestApplyIsServerSideAndIdempotent(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = apiextensionsv1.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +98,85 @@ func TestApplyIsServerSideAndIdempotent(t *testing.T) {
 	}
 	if third.Changed != 1 || third.Unchanged != len(objs)-1 {
 		t.Errorf("apply with a new image: %s; want the Deployment alone changed", third)
+	}
+
+	t.Run("Remembering", func(t *testing.T) { testApplyRemembering(t, c) })
+}
+
+// With a Memory, a second apply of the same manifests sends no apply at all; an object changed
+// since (here the Deployment, scaled by someone) or a changed manifest is applied as always, and
+// the memory survives in its file. A memory that starts empty applies everything.
+func testApplyRemembering(t *testing.T, plain client.WithWatch) {
+	var applies []string
+	c := interceptor.NewClient(plain, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			// devctl applies unstructured objects: the apply configuration has their methods.
+			if u, ok := obj.(interface{ GetKind() string }); ok {
+				applies = append(applies, u.GetKind())
+			} else {
+				applies = append(applies, fmt.Sprintf("%T", obj))
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	ctx := context.Background()
+	manifests := func(image string) []*unstructured.Unstructured {
+		objs, err := Read(config.FS, config.Default)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := SetImage(objs, "mlkube/operator:dev", image); err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	path := filepath.Join(t.TempDir(), "applied", "cluster.json")
+	apply := func(objs []*unstructured.Unstructured) Applied {
+		t.Helper()
+		applies = nil
+		mem := OpenMemory(path)
+		a, err := ApplyRemembering(ctx, c, objs, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Save(); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+
+	objs := manifests("mlkube/operator:0123456789ab")
+	apply(objs)
+	if len(applies) != len(objs) {
+		t.Fatalf("first apply sent %d applies, want %d", len(applies), len(objs))
+	}
+	if a := apply(manifests("mlkube/operator:0123456789ab")); len(applies) != 0 || a.Unchanged != len(objs) {
+		t.Errorf("second apply of the same manifests: %s, sent %v; want all unchanged, none sent", a, applies)
+	}
+
+	d := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: "mlkube-system", Name: "mlkube-operator"}
+	if err := plain.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	want := *d.Spec.Replicas
+	scaled := want + 2
+	d.Spec.Replicas = &scaled
+	if err := plain.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	apply(manifests("mlkube/operator:0123456789ab"))
+	if len(applies) != 1 || applies[0] != "Deployment" {
+		t.Errorf("after the Deployment was scaled: sent %v, want the Deployment alone", applies)
+	}
+	if err := plain.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	if *d.Spec.Replicas != want {
+		t.Errorf("replicas %d after the apply, want %d as the manifest says", *d.Spec.Replicas, want)
+	}
+
+	if a := apply(manifests("mlkube/operator:ba9876543210")); a.Changed != 1 || len(applies) == 0 {
+		t.Errorf("apply with a new image: %s, sent %v; want the Deployment changed", a, applies)
 	}
 }
