@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -166,8 +167,11 @@ func Conformance(t *testing.T, k Kind) {
 	t.Run("activeDeadlineSeconds fails the job and stops its pods", func(t *testing.T) {
 		ns := Namespace(t)
 		StartOperator(t, ns)
-		job, _ := k.create(t, ns, "slow", v1beta1.RunPolicy{ActiveDeadlineSeconds: ptr.To[int64](1)})
+		// The deadline starts long and is cut once the pods run: a 1 s deadline from the start
+		// could delete them before this test marks them running, on a slow machine.
+		job, _ := k.create(t, ns, "slow", v1beta1.RunPolicy{ActiveDeadlineSeconds: ptr.To[int64](3600)})
 		Kubelet{T: t, NS: ns}.Running(k.pods("slow")...)
+		Must(t, Client.Patch(context.Background(), job, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"runPolicy":{"activeDeadlineSeconds":1}}}`))))
 		k.waitStatus(t, job, "failed", ended(v1beta1.JobStateFailed, "DeadlineExceeded"))
 		WaitPods(t, ns)
 	})
