@@ -142,7 +142,13 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		pods = store
 	}
 
-	if err := replicajob.IndexOwners(context.Background(), mgr); err != nil {
+	var extraTypes []client.Object
+	for _, fw := range Frameworks {
+		if ext, ok := fw.(replicajob.Extension); ok {
+			extraTypes = append(extraTypes, ext.ExtraTypes()...)
+		}
+	}
+	if err := replicajob.IndexOwners(context.Background(), mgr, extraTypes...); err != nil {
 		return nil, err
 	}
 	for _, fw := range Frameworks {

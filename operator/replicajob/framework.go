@@ -6,8 +6,6 @@
 package replicajob
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,13 +27,20 @@ type Framework interface {
 	Env(job v1beta1.Job, replicas []Replica, typ string, index int) ([]corev1.EnvVar, error)
 }
 
-// Extension is implemented by frameworks that own more than replica pods and services
-// (TfJob's TensorBoard). The engine calls it on every reconcile, also after the job ended.
+// Extension is implemented by frameworks whose jobs need objects besides their replicas
+// (TfJob's TensorBoard). The framework only describes them; the engine creates them once, owned
+// by the job and labelled as its replicas are, reports what the apiserver refuses, deletes those
+// the job no longer asks for, and keeps them after the job ended (extras.go).
 type Extension interface {
-	// ReconcileExtras creates what the job needs besides replicas and records it in status.
-	ReconcileExtras(ctx context.Context, c client.Client, job client.Object, status *v1beta1.JobStatus) error
-	// ExtraOwnedTypes are the kinds ReconcileExtras creates, so the engine watches them.
-	ExtraOwnedTypes() []client.Object
+	// Extras are the objects the job needs besides its replicas, as they should be created;
+	// none when it needs none now.
+	Extras(job v1beta1.Job) []client.Object
+	// ExtraTypes are the kinds Extras makes, so the engine watches and indexes them.
+	ExtraTypes() []client.Object
+	// ExtrasStatus records in status what the extras the cache shows say (by name).
+	ExtrasStatus(job v1beta1.Job, shown map[string]client.Object, status *v1beta1.JobStatus)
+	// ExtrasHint is what to do when the apiserver finds an extra object invalid.
+	ExtrasHint() string
 }
 
 // PodMutator changes a replica pod before it is created (the accelerator config plugs in here).

@@ -60,7 +60,7 @@ func (e *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Optio
 		Owns(&corev1.Service{}).
 		WithOptions(opts)
 	if ext, ok := e.Framework.(Extension); ok {
-		for _, obj := range ext.ExtraOwnedTypes() {
+		for _, obj := range ext.ExtraTypes() {
 			b = b.Owns(obj)
 		}
 	}
@@ -197,10 +197,8 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// A framework's extras (TensorBoard) stay after the job ended, so results can be looked at.
 	if ext, ok := e.Framework.(Extension); ok && waiting == 0 && refusal == nil {
-		if err := ext.ReconcileExtras(ctx, e.Client, job, status); err != nil {
-			if refusal = e.refusalOf(ctx, job, err); refusal == nil {
-				return reconcile.Result{}, err
-			}
+		if refusal, err = e.reconcileExtras(ctx, ext, job, status); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 
@@ -406,15 +404,23 @@ func count(n int, noun string) string {
 // OwnerIndex is the cache index of pods and services by the UID of their controlling owner.
 const OwnerIndex = "mlkube.io/controller-uid"
 
-// IndexOwners registers OwnerIndex with the manager's cache; once per manager, before it starts.
-func IndexOwners(ctx context.Context, mgr manager.Manager) error {
+// IndexOwners registers OwnerIndex with the manager's cache for pods, services and the
+// frameworks' extra types; once per manager, before it starts.
+func IndexOwners(ctx context.Context, mgr manager.Manager, extraTypes ...ctrl.Object) error {
 	byOwner := func(obj ctrl.Object) []string {
 		if ref := metav1.GetControllerOf(obj); ref != nil {
 			return []string{string(ref.UID)}
 		}
 		return nil
 	}
-	for _, obj := range []ctrl.Object{&corev1.Pod{}, &corev1.Service{}} {
+	indexed := map[string]bool{}
+	for _, obj := range append([]ctrl.Object{&corev1.Pod{}, &corev1.Service{}}, extraTypes...) {
+		// An extra of a type already indexed (TensorBoard's Service) is indexed once.
+		t := fmt.Sprintf("%T", obj)
+		if indexed[t] {
+			continue
+		}
+		indexed[t] = true
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, OwnerIndex, byOwner); err != nil {
 			return err
 		}

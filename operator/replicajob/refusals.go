@@ -74,39 +74,6 @@ func refuse(ctx context.Context, reader ctrl.Reader, job ctrl.Object, obj ctrl.O
 	return r
 }
 
-// createFailed is a framework's extra object (TensorBoard) that could not be created.
-type createFailed struct {
-	obj  ctrl.Object
-	hint string
-	err  error
-}
-
-func (c *createFailed) Error() string {
-	return fmt.Sprintf("creating %s %s: %v", kindName(c.obj), c.obj.GetName(), c.err)
-}
-func (c *createFailed) Unwrap() error { return c.err }
-
-// CreateFailed wraps the error of creating a framework's extra object, so the engine reports it
-// as it reports its own: in status and events, retried with backoff. hint says what to do when
-// the object is invalid. An extra object never fails the job: the training needs it not.
-func CreateFailed(obj ctrl.Object, hint string, err error) error {
-	return &createFailed{obj: obj, hint: hint, err: err}
-}
-
-// refusalOf turns a framework's error into a refusal to report; nil when it is none (an error
-// to retry the usual way).
-func (e *Reconciler) refusalOf(ctx context.Context, job ctrl.Object, err error) *Refusal {
-	var cf *createFailed
-	if !errors.As(err, &cf) || apierrors.IsConflict(err) {
-		return nil
-	}
-	r := refuse(ctx, e.reader(), job, cf.obj, cf.hint, cf.err)
-	if r != nil {
-		r.Permanent = false
-	}
-	return r
-}
-
 // clash tells whose the object holding obj's name is. Ours (the cache has not shown it yet):
 // nil. Another live job's, or nobody's: a permanent NameClash. A deleted job's, which the
 // garbage collector has yet to remove (a job deleted and created again under the same name):

@@ -1,15 +1,12 @@
 package tfjob
 
 import (
-	"context"
 	"fmt"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,60 +25,52 @@ const tensorboardHint = "fix spec.tensorboard, or remove it and add it again"
 // DefaultTensorboardImage runs TensorBoard when spec.tensorboard.image is unset.
 const DefaultTensorboardImage = "tensorflow/tensorflow:2.16.1"
 
-// ExtraOwnedTypes: a TfJob with spec.tensorboard owns a Deployment (and a Service, which the
-// engine watches already).
-func (Framework) ExtraOwnedTypes() []client.Object {
-	return []client.Object{&appsv1.Deployment{}}
+// ExtraTypes: a TfJob with spec.tensorboard has a Deployment and a Service besides its replicas.
+func (Framework) ExtraTypes() []client.Object {
+	return []client.Object{&appsv1.Deployment{}, &corev1.Service{}}
 }
 
-// ReconcileExtras runs TensorBoard for jobs that ask for it. It stays after the job ended, so
-// the results can still be looked at, and goes with the job.
-func (Framework) ReconcileExtras(ctx context.Context, c client.Client, obj client.Object, status *v1beta1.JobStatus) error {
-	job := obj.(*v1beta1.TfJob)
-	tb := job.Spec.Tensorboard
-	name := job.Name + "-tensorboard"
-	if tb == nil {
+// Extras are TensorBoard's Deployment and Service, for a job that asks for one. The engine
+// creates them, keeps them after the job ended (the results are worth a look), and deletes them
+// when spec.tensorboard is removed.
+func (Framework) Extras(job v1beta1.Job) []client.Object {
+	tf := job.(*v1beta1.TfJob)
+	if tf.Spec.Tensorboard == nil {
+		return nil
+	}
+	dep, svc := TensorboardObjects(tf)
+	return []client.Object{dep, svc}
+}
+
+// ExtrasHint is what to do when the apiserver finds a TensorBoard object invalid.
+func (Framework) ExtrasHint() string { return tensorboardHint }
+
+// ExtrasStatus is status.tensorboard: where TensorBoard is served, and whether it is ready.
+func (Framework) ExtrasStatus(job v1beta1.Job, shown map[string]client.Object, status *v1beta1.JobStatus) {
+	tf := job.(*v1beta1.TfJob)
+	if tf.Spec.Tensorboard == nil {
 		status.Tensorboard = nil
-		return removeTensorboard(ctx, c, job, name)
+		return
 	}
-	dep, svc := TensorboardObjects(job)
-
-	var have appsv1.Deployment
-	err := c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &have)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, dep); err != nil {
-			return replicajob.CreateFailed(dep, tensorboardHint, err)
-		}
-	case err != nil:
-		return err
+	name := tf.Name + "-tensorboard"
+	ready := false
+	if dep, ok := shown["deployment/"+name].(*appsv1.Deployment); ok {
+		ready = dep.Status.AvailableReplicas > 0
 	}
-	var haveSvc corev1.Service
-	err = c.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: name}, &haveSvc)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := c.Create(ctx, svc); err != nil {
-			return replicajob.CreateFailed(svc, tensorboardHint, err)
-		}
-	case err != nil:
-		return err
-	}
-
 	status.Tensorboard = &v1beta1.TensorboardStatus{
 		ServiceName: name,
-		URL:         fmt.Sprintf("http://%s.%s.svc", name, job.Namespace),
-		ProxyPath:   fmt.Sprintf("/api/v1/namespaces/%s/services/%s:80/proxy/", job.Namespace, name),
-		Ready:       have.Status.AvailableReplicas > 0,
+		URL:         fmt.Sprintf("http://%s.%s.svc", name, tf.Namespace),
+		ProxyPath:   fmt.Sprintf("/api/v1/namespaces/%s/services/%s:80/proxy/", tf.Namespace, name),
+		Ready:       ready,
 	}
-	return nil
 }
 
 // TensorboardObjects are the Deployment and Service that run a TensorBoard for job, which must
-// have spec.tensorboard.
+// have spec.tensorboard. The engine makes them the job's (owner, labels) when it creates them.
 func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service) {
 	tb, name := job.Spec.Tensorboard, job.Name+"-tensorboard"
+	// What selects TensorBoard's pod; each object gets its own copy, as the engine adds labels.
 	labels := map[string]string{replicajob.LabelJobName: job.Name, replicajob.LabelJobKind: "tfjob", "mlkube.io/tensorboard": "true"}
-	owner := []metav1.OwnerReference{*metav1.NewControllerRef(job, v1beta1.GroupVersion.WithKind("TfJob"))}
 	image := tb.Image
 	if image == "" {
 		image = DefaultTensorboardImage
@@ -98,7 +87,7 @@ func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service
 	maps.Copy(podLabels, labels)
 	one := int32(1)
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: labels, OwnerReferences: owner},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: maps.Clone(labels)},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &one,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -118,7 +107,7 @@ func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service
 		},
 	}
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: labels, OwnerReferences: owner},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: job.Namespace, Labels: maps.Clone(labels)},
 		Spec: corev1.ServiceSpec{
 			Type:     serviceType,
 			Selector: labels,
@@ -126,25 +115,4 @@ func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service
 		},
 	}
 	return dep, svc
-}
-
-// removeTensorboard deletes the TensorBoard of a job whose spec no longer asks for one.
-func removeTensorboard(ctx context.Context, c client.Client, job *v1beta1.TfJob, name string) error {
-	key := types.NamespacedName{Namespace: job.Namespace, Name: name}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-		err := c.Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if ref := metav1.GetControllerOf(obj); ref == nil || ref.UID != job.UID {
-			continue
-		}
-		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing TensorBoard %s: %w", name, err)
-		}
-	}
-	return nil
 }

@@ -118,9 +118,9 @@ func KindNamed(name string) *Kind {
 
 func sameType(a, b runtime.Object) bool { return reflect.TypeOf(a) == reflect.TypeOf(b) }
 
-// withDefaults fills what the apiserver defaults in a group.
+// withDefaults fills what the apiserver defaults in a group, when unset: port and restart
+// policy. Each kind defaults replicas itself.
 func withDefaults(g ReplicaGroup, port int32) ReplicaGroup {
-	g.Replicas = max(g.Replicas, 1)
 	if g.Port == 0 {
 		g.Port = port
 	}

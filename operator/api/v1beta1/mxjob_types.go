@@ -122,7 +122,7 @@ func (j *MXJob) Groups() []ReplicaGroup {
 	var out []ReplicaGroup
 	for i := range j.Spec.ReplicaSpecs {
 		rs := &j.Spec.ReplicaSpecs[i]
-		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.MXReplicaType), Replicas: rs.Replicas, Port: rs.Port,
+		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.MXReplicaType), Replicas: max(rs.Replicas, 1), Port: rs.Port,
 			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultMXPort))
 	}
 	return out

@@ -120,7 +120,7 @@ func (j *PyTorchJob) Groups() []ReplicaGroup {
 	var out []ReplicaGroup
 	for i := range j.Spec.ReplicaSpecs {
 		rs := &j.Spec.ReplicaSpecs[i]
-		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.PyTorchReplicaType), Replicas: rs.Replicas, Port: rs.Port,
+		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.PyTorchReplicaType), Replicas: max(rs.Replicas, 1), Port: rs.Port,
 			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultPyTorchPort))
 	}
 	return out

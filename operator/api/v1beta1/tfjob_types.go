@@ -170,7 +170,11 @@ func (j *TfJob) Groups() []ReplicaGroup {
 	var out []ReplicaGroup
 	for i := range j.Spec.ReplicaSpecs {
 		rs := &j.Spec.ReplicaSpecs[i]
-		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.TfReplicaType), Replicas: rs.Replicas, Port: rs.TfPort,
+		replicas := rs.Replicas
+		if replicas == 0 {
+			replicas = 1 // unset; a count out of range stays, to be refused as it is
+		}
+		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.TfReplicaType), Replicas: replicas, Port: rs.TfPort,
 			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultTfPort))
 	}
 	return out
