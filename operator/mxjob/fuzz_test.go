@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/mxjob"
 )
@@ -33,7 +36,8 @@ func mxGroup(typ int, replicas int16, port int32) []byte {
 	return append(b, byte(port>>16), byte(port>>8), byte(port))
 }
 
-// decodeGroups reads at most 6 groups (the CRD takes 3) of 6 bytes from spec.
+// decodeGroups reads at most 6 groups (the CRD takes 3) of 6 bytes from spec. Each runs the pod
+// the CRD asks for (a container named mxnet, with an image), which the env does not depend on.
 func decodeGroups(spec []byte) []v1beta1.MXReplicaSpec {
 	var out []v1beta1.MXReplicaSpec
 	for len(spec) >= 6 && len(out) < 6 {
@@ -46,38 +50,34 @@ func decodeGroups(spec []byte) []v1beta1.MXReplicaSpec {
 			MXReplicaType: v1beta1.MXReplicaType(mxTypes[int(spec[0])%len(mxTypes)]),
 			Replicas:      replicas,
 			Port:          port,
+			Template:      template,
 		})
 		spec = spec[6:]
 	}
 	return out
 }
 
-var crdName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: v1beta1.MXContainerName, Image: "mlkube/trainer:dev"}}}}
 
-// crdAccepts is whether the apiserver would store the job, by the CRD's schema and CEL rules
-// that bear on the env (operator/api/v1beta1/mxjob_types.go).
-func crdAccepts(job *v1beta1.MXJob) bool {
-	if len(job.Name) > 48 || !crdName.MatchString(job.Name) || len(validation.IsDNS1123Label(job.Namespace)) > 0 {
-		return false
-	}
-	groups := job.Spec.ReplicaSpecs
-	if len(groups) < 1 || len(groups) > 3 {
-		return false
-	}
-	seen := map[v1beta1.MXReplicaType]bool{}
-	for _, g := range groups {
-		if !slices.Contains(mxTypes[:3], string(g.MXReplicaType)) || seen[g.MXReplicaType] {
-			return false
-		}
-		seen[g.MXReplicaType] = true
-		if g.Replicas < 0 || g.Replicas > 10000 || g.Port < 0 || g.Port > 65535 {
-			return false
-		}
-		if g.MXReplicaType == v1beta1.MXReplicaScheduler && g.Replicas > 1 {
-			return false
-		}
-	}
-	return seen[v1beta1.MXReplicaScheduler]
+// crdAccepts is whether the apiserver would store a job, given what the CRD refuses in it
+// (crdvalidate.ValidateAll: the CRD itself, its schema and CEL rules checked in process, replicas
+// and port defaulted as the apiserver defaults them). ValidateAll finds more only where Validate,
+// the apiserver's create, finds something already.
+func crdAccepts(crd field.ErrorList) bool { return len(crd) == 0 }
+
+// refuses says whether errs (crdvalidate.ValidateAll's) refuse field name of group i, of type
+// typ: an error at the field, or at the group (a rule on it, whose message names the field), or
+// its type used twice (the apiserver names the second group of a type only).
+func refuses(errs field.ErrorList, i int, name, typ string) bool {
+	at := fmt.Sprintf("spec.replicaSpecs[%d]", i)
+	return slices.ContainsFunc(errs, func(e *field.Error) bool {
+		return e.Field == at || e.Field == at+"."+name || e.Type == field.ErrorTypeDuplicate && reflect.DeepEqual(e.BadValue, map[string]any{"mxReplicaType": typ})
+	})
+}
+
+// refusedAt says whether errs hold an error at the field at path itself.
+func refusedAt(errs field.ErrorList, path string) bool {
+	return slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == path })
 }
 
 var (
@@ -170,22 +170,22 @@ func FuzzEnv(f *testing.F) {
 			pods[r.Type] = r.Replicas
 		}
 		var schedulerPort int32
-		for _, g := range job.Spec.ReplicaSpecs {
+		crd := crdvalidate.ValidateAll(job)
+		for i, g := range job.Spec.ReplicaSpecs {
 			if g.MXReplicaType == v1beta1.MXReplicaScheduler {
 				schedulerPort = orDefault(g.Port, v1beta1.DefaultMXPort)
 			}
+			at := fmt.Sprintf("spec.replicaSpecs[%d]", i)
 			// (A negative count runs one pod, as Replicas has it, and the env says one.)
-			if g.Replicas > 10000 {
-				t.Fatalf("%s: built with %d %s replicas; the CRD allows 10000", what, g.Replicas, g.MXReplicaType)
+			if g.Replicas > 0 && refusedAt(crd, at+".replicas") {
+				t.Fatalf("%s: built with %d %s replicas, which the CRD refuses", what, g.Replicas, g.MXReplicaType)
+			}
+			if refusedAt(crd, at+".mxReplicaType") {
+				t.Fatalf("%s: built with a %q group, which the CRD refuses: it is no ps-lite role", what, g.MXReplicaType)
 			}
 		}
 		if pods[string(v1beta1.MXReplicaScheduler)] != 1 {
 			t.Fatalf("%s: built with %d schedulers: ps-lite has one", what, pods[string(v1beta1.MXReplicaScheduler)])
-		}
-		for role := range pods {
-			if !slices.Contains(mxTypes[:3], role) {
-				t.Fatalf("%s: built with a %q group, which is no ps-lite role", what, role)
-			}
 		}
 		want := map[string]string{
 			"DMLC_ROLE":         strings.ToLower(typ),
@@ -206,11 +206,13 @@ func FuzzEnv(f *testing.F) {
 	})
 }
 
-// checkRefusal asserts that err names what is wrong, truly, and that the apiserver would have
-// refused the job or the replica is not one of the job's.
+// checkRefusal asserts that err names what is wrong, truly (each field it names is one the CRD
+// refuses, every rule of it checked: crdvalidate.ValidateAll), and that the apiserver would
+// have refused the job or the replica is not one of the job's.
 func checkRefusal(t *testing.T, what string, job *v1beta1.MXJob, taskInside bool, err error) {
 	t.Helper()
 	groups := job.Spec.ReplicaSpecs
+	crd := crdvalidate.ValidateAll(job)
 	for _, line := range strings.Split(err.Error(), "\n") {
 		switch m := groupFieldError.FindStringSubmatch(line); {
 		case m != nil:
@@ -218,20 +220,8 @@ func checkRefusal(t *testing.T, what string, job *v1beta1.MXJob, taskInside bool
 			if i >= len(groups) {
 				t.Fatalf("%s: the error names group %d of %d: %q", what, i, len(groups), line)
 			}
-			g, bad := groups[i], false
-			switch m[2] {
-			case "mxReplicaType":
-				bad = !slices.Contains(mxTypes[:3], string(g.MXReplicaType))
-				for _, other := range groups[:i] {
-					bad = bad || other.MXReplicaType == g.MXReplicaType
-				}
-			case "replicas":
-				bad = g.Replicas < 0 || g.Replicas > 10000 || (g.MXReplicaType == v1beta1.MXReplicaScheduler && g.Replicas > 1)
-			case "port":
-				bad = g.Port < 0 || g.Port > 65535
-			}
-			if !bad {
-				t.Fatalf("%s: the error blames replicaSpecs[%d].%s, which is fine: %q", what, i, m[2], line)
+			if !refuses(crd, i, m[2], string(groups[i].MXReplicaType)) {
+				t.Fatalf("%s: the error blames replicaSpecs[%d].%s, which the CRD takes: %q", what, i, m[2], line)
 			}
 		case noSchedulerError.MatchString(line):
 			for _, g := range groups {
@@ -247,7 +237,7 @@ func checkRefusal(t *testing.T, what string, job *v1beta1.MXJob, taskInside bool
 			t.Fatalf("%s: the error line names no field: %q", what, line)
 		}
 	}
-	if crdAccepts(job) && taskInside {
+	if crdAccepts(crd) && taskInside {
 		t.Fatalf("%s: the apiserver would store the job, but: %v", what, err)
 	}
 }

@@ -16,9 +16,12 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
@@ -67,7 +70,8 @@ func tfGroup(typ int, replicas int16, port int32) []byte {
 	return append(b, byte(port>>16), byte(port>>8), byte(port))
 }
 
-// decodeGroups reads at most 8 groups (the CRD takes 5) from spec.
+// decodeGroups reads at most 8 groups (the CRD takes 5) from spec. Each runs the pod the CRD
+// asks for (a container named tensorflow, with an image), which TF_CONFIG does not depend on.
 func decodeGroups(spec []byte) []v1beta1.TfReplicaSpec {
 	var out []v1beta1.TfReplicaSpec
 	for len(spec) >= groupBytes && len(out) < 8 {
@@ -77,50 +81,34 @@ func decodeGroups(spec []byte) []v1beta1.TfReplicaSpec {
 			TfReplicaType: v1beta1.TfReplicaType(fuzzTypes[int(spec[0])%len(fuzzTypes)]),
 			Replicas:      fuzzReplicas(int16(binary.BigEndian.Uint16(spec[1:]))),
 			TfPort:        port,
+			Template:      template,
 		})
 		spec = spec[groupBytes:]
 	}
 	return out
 }
 
-var crdName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: v1beta1.TfContainerName, Image: "mlkube/trainer:dev"}}}}
 
-// crdAccepts is whether the apiserver would store the job: the CRD's schema and CEL rules that
-// bear on TF_CONFIG (operator/api/v1beta1/tfjob_types.go), replicas and port defaulted as
-// the apiserver defaults them.
-func crdAccepts(job *v1beta1.TfJob) bool {
-	if len(job.Name) > 48 || !crdName.MatchString(job.Name) || len(validation.IsDNS1123Label(job.Namespace)) > 0 {
-		return false
-	}
-	groups := job.Spec.ReplicaSpecs
-	if len(groups) < 1 || len(groups) > 5 {
-		return false
-	}
-	seen := map[v1beta1.TfReplicaType]bool{}
-	deciders, leaders := 0, 0
-	for _, g := range groups {
-		switch g.TfReplicaType {
-		case v1beta1.TfReplicaMaster, v1beta1.TfReplicaChief:
-			leaders++
-			deciders++
-			if g.Replicas > 1 {
-				return false
-			}
-		case v1beta1.TfReplicaWorker:
-			deciders++
-		case v1beta1.TfReplicaPS, v1beta1.TfReplicaEvaluator:
-		default:
-			return false
-		}
-		if seen[g.TfReplicaType] {
-			return false // listType=map keyed by tfReplicaType
-		}
-		seen[g.TfReplicaType] = true
-		if g.Replicas < 0 || g.Replicas > 10000 || g.TfPort < 0 || g.TfPort > 65535 {
-			return false
-		}
-	}
-	return leaders <= 1 && deciders >= 1
+// crdAccepts is whether the apiserver would store a job, given what the CRD refuses in it
+// (crdvalidate.ValidateAll: the CRD itself, its schema and CEL rules checked in process, replicas
+// and port defaulted as the apiserver defaults them). ValidateAll finds more only where Validate,
+// the apiserver's create, finds something already.
+func crdAccepts(crd field.ErrorList) bool { return len(crd) == 0 }
+
+// refuses says whether errs (crdvalidate.ValidateAll's) refuse field name of group i, of type
+// typ: an error at the field, or at the group (a rule on it, whose message names the field), or
+// its type used twice (the apiserver names the second group of a type only).
+func refuses(errs field.ErrorList, i int, name, typ string) bool {
+	at := fmt.Sprintf("spec.replicaSpecs[%d]", i)
+	return slices.ContainsFunc(errs, func(e *field.Error) bool {
+		return e.Field == at || e.Field == at+"."+name || e.Type == field.ErrorTypeDuplicate && reflect.DeepEqual(e.BadValue, map[string]any{"tfReplicaType": typ})
+	})
+}
+
+// refusedAt says whether errs hold an error at the field at path itself.
+func refusedAt(errs field.ErrorList, path string) bool {
+	return slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == path })
 }
 
 var (
@@ -130,9 +118,10 @@ var (
 )
 
 // checkRefusal asserts that err says why TF_CONFIG was not built, and that what it says is so:
-// each replica group field it names is one the apiserver would refuse, a task it names is not
-// one of the job's replicas, a TF_CONFIG it calls too long is near the limit. A job the
-// apiserver would store, asked for one of its replicas, is refused only for its size.
+// each replica group field it names is one the CRD refuses (every rule of it checked:
+// crdvalidate.ValidateAll), a task it names is not one of the job's replicas, a TF_CONFIG it
+// calls too long is near the limit. A job the apiserver would store, asked for one of its
+// replicas, is refused only for its size.
 func checkRefusal(t *testing.T, job *v1beta1.TfJob, typ string, index int, taskInside bool, wantSize int, err error) {
 	t.Helper()
 	msg := err.Error()
@@ -144,26 +133,15 @@ func checkRefusal(t *testing.T, job *v1beta1.TfJob, typ string, index int, taskI
 		}
 		return
 	}
+	crd := crdvalidate.ValidateAll(job)
 	for _, line := range strings.Split(msg, "\n") {
 		if m := groupFieldError.FindStringSubmatch(line); m != nil {
 			i, _ := strconv.Atoi(m[1])
 			if i >= len(groups) {
 				t.Fatalf("%s: the error names group %d of %d: %q", what, i, len(groups), line)
 			}
-			g, bad := groups[i], false
-			switch m[2] {
-			case "tfReplicaType":
-				bad = !slices.Contains(fuzzTypes[:5], string(g.TfReplicaType))
-				for _, other := range groups[:i] {
-					bad = bad || other.TfReplicaType == g.TfReplicaType
-				}
-			case "replicas":
-				bad = g.Replicas < 0 || g.Replicas > 10000
-			case "tfPort":
-				bad = g.TfPort < 0 || g.TfPort > 65535
-			}
-			if !bad {
-				t.Fatalf("%s: the error blames replicaSpecs[%d].%s, which is fine: %q", what, i, m[2], line)
+			if !refuses(crd, i, m[2], string(groups[i].TfReplicaType)) {
+				t.Fatalf("%s: the error blames replicaSpecs[%d].%s, which the CRD takes: %q", what, i, m[2], line)
 			}
 			continue
 		}
@@ -175,7 +153,7 @@ func checkRefusal(t *testing.T, job *v1beta1.TfJob, typ string, index int, taskI
 		}
 		t.Fatalf("%s: the error line names no field: %q", what, line)
 	}
-	if crdAccepts(job) && taskInside {
+	if crdAccepts(crd) && taskInside {
 		t.Fatalf("%s: the apiserver would store the job, but: %v", what, err)
 	}
 }
@@ -323,9 +301,6 @@ func FuzzTFConfig(f *testing.F) {
 			if !allowed[key] {
 				t.Fatalf("%s: cluster job %q is not a TensorFlow task type", value, key)
 			}
-			if len(addrs) > 10000 {
-				t.Fatalf("cluster job %s has %d replicas; the CRD allows 10000", key, len(addrs))
-			}
 			for _, a := range addrs {
 				if seen[a] {
 					t.Fatalf("%s: %s is in the cluster twice", value, a)
@@ -337,9 +312,10 @@ func FuzzTFConfig(f *testing.F) {
 				}
 			}
 		}
-		for _, g := range job.Spec.ReplicaSpecs {
-			if g.Replicas < 0 || g.Replicas > 10000 {
-				t.Fatalf("%s: built for %s with replicas %d: a cluster of that many replicas is not what was asked for", value, g.TfReplicaType, g.Replicas)
+		crd := crdvalidate.ValidateAll(job)
+		for i, g := range job.Spec.ReplicaSpecs {
+			if refusedAt(crd, fmt.Sprintf("spec.replicaSpecs[%d].replicas", i)) {
+				t.Fatalf("%s: built for %s with replicas %d, which the CRD refuses: a cluster of that many replicas is not what was asked for", value, g.TfReplicaType, g.Replicas)
 			}
 		}
 		if !reflect.DeepEqual(cfg.Cluster, want) {

@@ -40,9 +40,9 @@ it into the cluster and installs the operator; ` + "`devctl status`" + ` tells h
 operator and your jobs are doing; ` + "`devctl down`" + ` deletes the cluster. Run it from inside the
 checkout.
 
-` + "`devctl run`" + ` submits a TfJob or an MXJob and follows it to its end, every replica's log
-included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest written
-for an older TensorFlow or MXNet operator into today's TfJob or MXJob. These three work on the
+` + "`devctl run`" + ` submits a TfJob, MXJob or PyTorchJob and follows it to its end, every replica's
+log included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest
+written for an older TensorFlow, MXNet or PyTorch operator into today's job. These three work on the
 cluster of the current kubeconfig context, which devctl up sets to its kind cluster.`,
 		Example: `  go run ./devctl/cmd/devctl up
   go run ./devctl/cmd/devctl run samples/tfjob-distributed.yaml
@@ -137,10 +137,10 @@ func logsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs JOB",
 		Short: "Show the logs of a job's replicas, interleaved, each line prefixed with its replica",
-		Long: `Logs prints the log of every replica of the job JOB, a TfJob or an MXJob (of its tensorflow or
-mxnet container), interleaved in the order the lines were written, each line prefixed with its
+		Long: `Logs prints the log of every replica of the job JOB, a TfJob, MXJob or PyTorchJob (of its
+tensorflow, mxnet or pytorch container), interleaved in the order the lines were written, each line prefixed with its
 replica ("worker-1 | ..."), or only one replica's with --replica. JOB is found by its name among
-both kinds; when a TfJob and an MXJob have that name, --kind says which. It works on finished pods too: the default cleanPodPolicy,
+all kinds; when jobs of two kinds have that name, --kind says which. It works on finished pods too: the default cleanPodPolicy,
 Running, keeps the pods that finished, so their logs stay readable after the job has ended (All
 deletes them).
 
@@ -177,14 +177,15 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 func convertCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
-		Short: "Print a TfJob or MXJob manifest of an older API as today's mlkube.io/v1beta1 job",
-		Long: `Convert reads the TfJob or MXJob manifest in FILE ("-": the standard input) and prints it as
-today's mlkube.io/v1beta1 TfJob or MXJob, in YAML, on stdout. For TfJob it reads the 2017
+		Short: "Print a TfJob, MXJob or PyTorchJob manifest of an older API as today's mlkube.io/v1beta1 job",
+		Long: `Convert reads the TfJob, MXJob or PyTorchJob manifest in FILE ("-": the standard input) and
+prints it as today's mlkube.io/v1beta1 job of that kind, in YAML, on stdout. For TfJob it reads the 2017
 mlkube.io/v1beta1 TfJob (snake_case replica_specs and its later camelCase form),
 tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1 TfJobs, and kubeflow.org TFJobs v1alpha2 to v1
 (tfReplicaSpecs). For MXJob it reads fioravanzo.org/v1alpha1 and kubeflow.org/v1alpha1 MXJobs
 (replicaSpecs with mxReplicaType, mxPort or PsRootPort) and kubeflow.org MXJobs v1alpha2 to v1
-(mxReplicaSpecs). A current job comes out as it went in. Everything the conversion changed,
+(mxReplicaSpecs). For PyTorchJob it reads kubeflow.org PyTorchJobs v1 (pytorchReplicaSpecs).
+A current job comes out as it went in. Everything the conversion changed,
 dropped or defaulted is printed on stderr, one "warning:" line each, so that the output can go
 straight to a file.
 

@@ -20,7 +20,8 @@ import (
 )
 
 // TestSamplesPassValidation creates every sample, converted, in a real kube-apiserver with the
-// TfJob CRD, as a dry run: the CRD's schema and CEL rules must accept each one. It skips when
+// CRDs, as a dry run: the CRD's schema and CEL rules must accept each one (as Convert's own
+// validation does: TestSamples). It skips when
 // the control-plane binaries are not built, except under `make test`, where controlplane.Start
 // makes that a failure.
 func TestSamplesPassValidation(t *testing.T) {
@@ -75,5 +76,9 @@ func TestSamplesPassValidation(t *testing.T) {
 	err = k8s.Create(ctx, job, client.DryRunAll)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "needs a container named 'tensorflow'") {
 		t.Errorf("creating a job without a tensorflow container: %v, want it refused for that", err)
+	}
+	// Convert said so beforehand, in the apiserver's words.
+	if len(res.Invalid) != 1 || !strings.Contains(err.Error(), res.Invalid[0].Detail) {
+		t.Errorf("Convert found %v; the apiserver refuses it: %v", res.Invalid, err)
 	}
 }

@@ -1,61 +1,69 @@
-// Package convert turns job manifests written for earlier TensorFlow and MXNet operators into
-// today's mlkube.io/v1beta1 TfJob and MXJob, so that `devctl run` and `devctl convert` accept
-// them. For TfJob it reads:
+// Package convert turns job manifests written for earlier TensorFlow, MXNet and PyTorch
+// operators into today's mlkube.io/v1beta1 jobs, so that `devctl run` and `devctl convert`
+// accept them. It reads two old forms, for every kind that had them (kinds.go has the table of
+// what differs between kinds):
 //
-//   - mlkube.io/v1beta1 TfJob as it is today: returned unchanged.
-//   - mlkube.io/v1beta1 TfJob of 2017, the first TensorFlow operator (tensorflow/k8s), in its
-//     snake_case form (replica_specs, tf_replica_type, tf_port, tensor_board.log_dir) and its
-//     later camelCase form (replicaSpecs, tfImage, tensorboard).
-//   - tensorflow.org/v1alpha1 TfJob and kubeflow.org/v1alpha1 TFJob, its successors: the same
-//     replica list, plus terminationPolicy, and cleanPodPolicy and schedulerName in Kubeflow's.
-//   - kubeflow.org/v1 TFJob (and v1alpha2, v1beta1, v1beta2, the same shape): tfReplicaSpecs, a
-//     map keyed by Chief, Master, Worker, PS and Evaluator; runPolicy or its older top-level
-//     fields.
+//   - The replica list form (listform.go): spec.replicaSpecs, a list of groups that each name
+//     their type. For TfJob, mlkube.io/v1beta1 of 2017, the first TensorFlow operator
+//     (tensorflow/k8s), in its snake_case form (replica_specs, tf_replica_type, tf_port,
+//     tensor_board.log_dir) and its later camelCase form (replicaSpecs, tfImage, tensorboard);
+//     tensorflow.org/v1alpha1 TfJob and kubeflow.org/v1alpha1 TFJob, its successors, which
+//     added terminationPolicy, cleanPodPolicy and schedulerName. For MXJob,
+//     fioravanzo.org/v1alpha1, the fork of that operator for MXNet, and kubeflow.org/v1alpha1,
+//     Kubeflow's first MXNet operator, made from the same code (SCHEDULER, SERVER and WORKER
+//     groups; mxPort, PsRootPort). And today's form of every kind, when a manifest leans on an
+//     old default or has a field today's kind lacks.
+//   - Kubeflow's form (kubeflow.go): kubeflow.org/v1 (and v1alpha2 to v1beta2) TFJob, MXJob and
+//     PyTorchJob, whose spec.tfReplicaSpecs, mxReplicaSpecs or pytorchReplicaSpecs is a map keyed
+//     by replica type (Chief, Master, Worker, PS, Evaluator; Scheduler, Server, Worker; Master,
+//     Worker), with runPolicy or its older top-level fields.
 //
-// For MXJob it reads:
+// A manifest already in today's API is returned unchanged.
 //
-//   - mlkube.io/v1beta1 MXJob as it is today: returned unchanged.
-//   - fioravanzo.org/v1alpha1 MXJob, the fork of the first TensorFlow operator for MXNet, and
-//     kubeflow.org/v1alpha1 MXJob, Kubeflow's first MXNet operator, made from the same code: a
-//     replicaSpecs list of mxReplicaType SCHEDULER, SERVER and WORKER groups, each with its
-//     replicas, port (mxPort in the fork, PsRootPort in Kubeflow's) and pod template.
-//   - kubeflow.org/v1 MXJob (and v1alpha2, v1beta1, the same shape): mxReplicaSpecs, a map keyed
-//     by Scheduler, Server and Worker; runPolicy or its older top-level fields.
-//
-// The conversion keeps the old operators' defaults (a replica group without a type is the
+// The conversion keeps the old operators' defaults (a TfJob group without a type is the
 // MASTER, a PS group without a template runs TensorFlow's standard server, Kubeflow's replicas
-// restart Never) and says, in Result.Warnings, everything a person should know: the conversion
-// itself, each field dropped, each default applied, and what would keep the result from
-// passing today's validation. What cannot be converted is an error naming the field.
+// restart Never, or OnFailure for PyTorch) and says, in Result.Warnings, everything a person
+// should know: the conversion itself, each field dropped, each default applied, and what the
+// apiserver would refuse in the result, in its own words: the job is validated in process
+// against the CRD (internal/crdvalidate). What cannot be converted is an error naming the field.
 package convert
 
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"unicode"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // Result is a manifest in today's API.
 type Result struct {
-	// Job is the job: a *v1beta1.TfJob or a *v1beta1.MXJob.
-	Job client.Object
+	// Job is the job: a *v1beta1.TfJob, *v1beta1.MXJob, *v1beta1.PyTorchJob, ...
+	Job v1beta1.Job
 	// From is what it was, e.g. "mlkube.io/v1beta1 TfJob (2017, snake_case)",
 	// "kubeflow.org/v1 TFJob" or "fioravanzo.org/v1alpha1 MXJob"; "" when it was already
 	// current.
 	From string
 	// Warnings has one line per thing a person should know: the conversion itself, dropped
-	// fields, defaults applied, and what the result still needs to pass validation.
+	// fields, defaults applied, and what the apiserver would refuse in the converted job.
 	Warnings []string
+	// Invalid is what the apiserver would refuse in a create of Job, as it would say it (see
+	// crdvalidate.Validate); nil when it would create it. It is set for a manifest already in
+	// today's API too, which has no warnings.
+	Invalid field.ErrorList
 }
 
 // Convert reads one YAML or JSON document and returns it in today's API.
@@ -112,37 +120,20 @@ func convert(data []byte) (*Result, error) {
 	if kind == "List" || strings.HasSuffix(kind, "List") {
 		return nil, fmt.Errorf("this is a %s: convert its items one at a time", kind)
 	}
-	group, version, _ := strings.Cut(apiVersion, "/")
-	isTfJob := strings.EqualFold(kind, "TfJob")
-	isMXJob := strings.EqualFold(kind, "MXJob")
-	kubeflowMap := version == "v1" || version == "v1beta2" || version == "v1beta1" || version == "v1alpha2"
-	switch {
-	case group == v1beta1.GroupVersion.Group && version == v1beta1.GroupVersion.Version && isTfJob:
-		if isCurrent(doc) {
-			return passThrough(doc, &v1beta1.TfJob{})
+	for _, k := range jobKinds {
+		if apiVersion == v1beta1.GroupVersion.String() && kind == k.Name && isCurrent(doc, k) {
+			return passThrough(doc, k)
 		}
-		if usesSnakeCase(doc) {
-			return fromReplicaList(doc, apiVersion+" TfJob (2017, snake_case)")
+		for i := range k.list.forms {
+			f := &k.list.forms[i]
+			if apiVersion == f.apiVersion && strings.EqualFold(kind, f.kind) && (!f.snakeCase || usesSnakeCase(doc)) {
+				return fromList(doc, k, f)
+			}
 		}
-		return fromReplicaList(doc, apiVersion+" TfJob (2017, camelCase)")
-	case group == "tensorflow.org" && version == "v1alpha1" && isTfJob:
-		return fromReplicaList(doc, apiVersion+" TfJob")
-	case group == "kubeflow.org" && version == "v1alpha1" && isTfJob:
-		return fromReplicaList(doc, apiVersion+" TFJob")
-	case group == "kubeflow.org" && isTfJob && kubeflowMap:
-		return fromKubeflow(doc, apiVersion+" TFJob")
-
-	case group == v1beta1.GroupVersion.Group && version == v1beta1.GroupVersion.Version && isMXJob:
-		if isCurrentMX(doc) {
-			return passThrough(doc, &v1beta1.MXJob{})
+		group, version, _ := strings.Cut(apiVersion, "/")
+		if kf := k.kubeflow; kf != nil && group == "kubeflow.org" && strings.EqualFold(kind, kf.kind) && slices.Contains(kf.versions, version) {
+			return fromKubeflow(doc, k, apiVersion+" "+kf.kind)
 		}
-		return fromMXList(doc, mlkubeMXForm)
-	case group == "fioravanzo.org" && version == "v1alpha1" && isMXJob:
-		return fromMXList(doc, fioravanzoForm)
-	case group == "kubeflow.org" && version == "v1alpha1" && isMXJob:
-		return fromMXList(doc, kubeflowMXForm)
-	case group == "kubeflow.org" && isMXJob && kubeflowMap && version != "v1beta2":
-		return fromKubeflowMX(doc, apiVersion+" MXJob")
 	}
 	var what string
 	switch {
@@ -155,11 +146,29 @@ func convert(data []byte) (*Result, error) {
 	default:
 		what = fmt.Sprintf("a %s of %s", kind, apiVersion)
 	}
-	return nil, fmt.Errorf("this is %s, not a TfJob or MXJob this can convert: it takes mlkube.io/v1beta1 TfJob "+
-		"(today's, and the 2017 snake_case and camelCase forms), tensorflow.org/v1alpha1 TfJob, "+
-		"kubeflow.org/v1alpha1 TFJob and kubeflow.org/v1 TFJob (or v1alpha2, v1beta1, v1beta2); "+
-		"mlkube.io/v1beta1 MXJob (today's), fioravanzo.org/v1alpha1 MXJob, kubeflow.org/v1alpha1 MXJob "+
-		"and kubeflow.org/v1 MXJob (or v1alpha2, v1beta1)", what)
+	var names []string
+	for _, k := range jobKinds {
+		names = append(names, k.Name)
+	}
+	return nil, fmt.Errorf("this is %s, not a %s this can convert: it takes %s", what, join(names, "or"), readable())
+}
+
+// readable lists the forms convert reads, for the error about one it does not.
+func readable() string {
+	var kinds []string
+	for _, k := range jobKinds {
+		forms := []string{v1beta1.GroupVersion.String() + " " + k.Name + " (today's)"}
+		for _, f := range k.list.forms {
+			if f.operator != "" {
+				forms = append(forms, f.from)
+			}
+		}
+		if kf := k.kubeflow; kf != nil {
+			forms = append(forms, fmt.Sprintf("kubeflow.org/%s %s (or %s)", kf.versions[0], kf.kind, strings.Join(kf.versions[1:], ", ")))
+		}
+		kinds = append(kinds, joinAnd(forms))
+	}
+	return strings.Join(kinds, "; ")
 }
 
 func orUnset(s string) string {
@@ -245,16 +254,66 @@ func readJob(doc *fields, w *warnings) (metav1.ObjectMeta, *fields, error) {
 	return meta, spec, nil
 }
 
-// newJob starts a converted TfJob: type, metadata, and the spec to read.
-func newJob(doc *fields, w *warnings) (*v1beta1.TfJob, *fields, error) {
-	meta, spec, err := readJob(doc, w)
+// replicaGroup is one replica group as read, whatever the form and the kind.
+type replicaGroup struct {
+	typ      string
+	replicas int32
+	port     int32
+	policy   v1beta1.RestartPolicy
+	template corev1.PodTemplateSpec
+}
+
+// finish makes the job of a conversion: it warns of the fields of spec and doc no one read,
+// builds the job of kind k from its metadata, groups and the other fields of its spec (spec:
+// runPolicy, tensorboard, ...), and warns of what the apiserver would refuse in it.
+func finish(k *jobKind, doc, spec *fields, meta metav1.ObjectMeta, groups []replicaGroup, specFields map[string]any, from string, w *warnings) (*Result, error) {
+	w.dropped(spec.unread(), fmt.Sprintf("today's %s has no such fields", k.Name))
+	w.dropped(doc.unread(), fmt.Sprintf("%s has no such top-level fields", aKind(k.Name)))
+	job, err := k.build(meta, groups, specFields)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	job := &v1beta1.TfJob{ObjectMeta: meta}
-	job.APIVersion = v1beta1.GroupVersion.String()
-	job.Kind = "TfJob"
-	return job, spec, nil
+	res := &Result{Job: job, From: from, Invalid: crdvalidate.Validate(job)}
+	// The conversion does not change the job to pass: each is a decision about the job (which
+	// replica decides, how groups merge, what the training container is called) that the old
+	// operator did not make either.
+	for _, e := range res.Invalid {
+		w.add("the apiserver would refuse the job: %s", crdvalidate.Line(e))
+	}
+	res.Warnings = *w
+	return res, nil
+}
+
+// build makes a job of kind k: its groups go into spec.replicaSpecs under the kind's keys.
+func (k *jobKind) build(meta metav1.ObjectMeta, groups []replicaGroup, spec map[string]any) (v1beta1.Job, error) {
+	specs := make([]map[string]any, len(groups))
+	for i, g := range groups {
+		specs[i] = map[string]any{k.typeKey: g.typ, "replicas": g.replicas, k.portKey: g.port, "template": g.template}
+		if g.policy != "" {
+			specs[i]["restartPolicy"] = g.policy
+		}
+	}
+	spec["replicaSpecs"] = specs
+	data, err := json.Marshal(map[string]any{"apiVersion": v1beta1.GroupVersion.String(), "kind": k.Name, "metadata": meta, "spec": spec})
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields() // a key of the table that the kind lacks
+	job := k.New()
+	if err := dec.Decode(job); err != nil {
+		return nil, fmt.Errorf("building the %s (a bug in devctl): %w", k.Name, err)
+	}
+	return job, nil
+}
+
+// aKind is the kind's name with its article: "a TfJob", "an MXJob".
+func aKind(name string) string {
+	initialism := len(name) > 1 && unicode.IsUpper(rune(name[1]))
+	if initialism && strings.ContainsRune("AEFHILMNORSX", rune(name[0])) || !initialism && strings.ContainsRune("AEIOU", rune(name[0])) {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // warnings collects what a conversion tells the person: one line each.

@@ -1,28 +1,89 @@
 package convert
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// group is what a test expects of one converted replica group.
+// group is what a test expects of one converted replica group, of any kind: what the spec
+// says, no default filled in.
 type group struct {
-	typ      v1beta1.TfReplicaType
+	typ      string
 	replicas int32
 	port     int32
 	policy   v1beta1.RestartPolicy
 }
 
-func groupsOf(job *v1beta1.TfJob) []group {
+// groupsOf are the replica groups of a job of any kind, as its spec has them.
+func groupsOf(t *testing.T, job v1beta1.Job) []group {
+	t.Helper()
+	k := kindOf(job)
+	data, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Spec struct{ ReplicaSpecs []map[string]any } `json:"spec"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
 	var out []group
-	for _, r := range job.Spec.ReplicaSpecs {
-		out = append(out, group{r.TfReplicaType, r.Replicas, r.TfPort, r.RestartPolicy})
+	for _, r := range doc.Spec.ReplicaSpecs {
+		num := func(key string) int32 { n, _ := r[key].(float64); return int32(n) }
+		typ, _ := r[k.typeKey].(string)
+		policy, _ := r["restartPolicy"].(string)
+		out = append(out, group{typ, num("replicas"), num(k.portKey), v1beta1.RestartPolicy(policy)})
 	}
 	return out
+}
+
+// formCase is a manifest in an old form and what its conversion must give.
+type formCase struct {
+	name     string
+	manifest string
+	from     string
+	groups   []group
+	warnings [][]string // each: parts one warning holds
+}
+
+// checkForms converts each case's manifest and checks what it gives.
+func checkForms(t *testing.T, cases []formCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustConvert(t, tc.manifest)
+			if res.From != tc.from {
+				t.Errorf("From = %q, want %q", res.From, tc.from)
+			}
+			got := groupsOf(t, res.Job)
+			if len(got) != len(tc.groups) {
+				t.Fatalf("groups = %v, want %v", got, tc.groups)
+			}
+			for i := range got {
+				if got[i] != tc.groups[i] {
+					t.Errorf("group %d = %+v, want %+v", i, got[i], tc.groups[i])
+				}
+			}
+			if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "converted") || !strings.Contains(res.Warnings[0], tc.from) {
+				t.Errorf("the first warning does not tell of the conversion: %q", res.Warnings)
+			}
+			for _, parts := range tc.warnings {
+				if !hasWarning(res, parts...) {
+					t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
+				}
+			}
+			if len(res.Invalid) != 0 {
+				t.Errorf("the apiserver would refuse the converted job: %v", res.Invalid)
+			}
+		})
+	}
 }
 
 // tf is the TfJob of a result.
@@ -53,13 +114,7 @@ next:
 }
 
 func TestFormatsAndDefaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		manifest string
-		from     string
-		groups   []group
-		warnings [][]string // each: parts one warning holds
-	}{{
+	checkForms(t, []formCase{{
 		name: "2017 snake_case: no type is MASTER, no replicas is 1, no port is 2222",
 		manifest: `
 apiVersion: mlkube.io/v1beta1
@@ -142,31 +197,7 @@ spec:
     Worker: {replicas: 2, restartPolicy: Never, template: {spec: {containers: [{name: tensorflow, image: tf}]}}}`,
 		from:   "kubeflow.org/v1beta2 TFJob",
 		groups: []group{{"WORKER", 2, 2222, "Never"}},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			res := mustConvert(t, tc.manifest)
-			if res.From != tc.from {
-				t.Errorf("From = %q, want %q", res.From, tc.from)
-			}
-			got := groupsOf(tf(res))
-			if len(got) != len(tc.groups) {
-				t.Fatalf("groups = %v, want %v", got, tc.groups)
-			}
-			for i := range got {
-				if got[i] != tc.groups[i] {
-					t.Errorf("group %d = %+v, want %+v", i, got[i], tc.groups[i])
-				}
-			}
-			if len(res.Warnings) == 0 || !strings.HasPrefix(res.Warnings[0], "converted from "+tc.from) {
-				t.Errorf("the first warning does not tell of the conversion: %q", res.Warnings)
-			}
-			for _, parts := range tc.warnings {
-				if !hasWarning(res, parts...) {
-					t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
-				}
-			}
-		})
-	}
+	}})
 }
 
 func TestCurrentPassesThroughUnchanged(t *testing.T) {
@@ -190,7 +221,7 @@ spec:
 	if res.From != "" || len(res.Warnings) != 0 {
 		t.Fatalf("From %q, warnings %q; want a pass-through", res.From, res.Warnings)
 	}
-	got := groupsOf(tf(res))
+	got := groupsOf(t, res.Job)
 	want := []group{{"MASTER", 0, 0, ""}, {"WORKER", 2, 2345, "Never"}} // nothing filled in
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("groups = %v, want %v", got, want)
@@ -274,7 +305,7 @@ spec:
 			res := mustConvert(t, manifest)
 			ps := tf(res).Spec.ReplicaSpecs[1]
 			if ps.TfReplicaType != "PS" || ps.Replicas != 3 || ps.TfPort != 2300 || ps.RestartPolicy != "OnFailure" {
-				t.Errorf("PS group = %+v", group{ps.TfReplicaType, ps.Replicas, ps.TfPort, ps.RestartPolicy})
+				t.Errorf("PS group = %+v", group{string(ps.TfReplicaType), ps.Replicas, ps.TfPort, ps.RestartPolicy})
 			}
 			cs := ps.Template.Spec.Containers
 			if len(cs) != 1 {
@@ -411,6 +442,9 @@ status:
 	}
 }
 
+// What the apiserver would refuse in a converted job is warned of, in the apiserver's words:
+// the CRD's own messages, which say what to change. Nothing is renamed or merged: the old
+// operators required a container named tensorflow too, and which groups merge is a decision.
 func TestWhatValidationWouldRefuseIsWarned(t *testing.T) {
 	res := mustConvert(t, `
 apiVersion: mlkube.io/v1beta1
@@ -425,19 +459,42 @@ spec:
     template: {spec: {containers: [{name: tensorflow, image: x}]}}
   - tf_replica_type: PS
     template: {spec: {containers: [{name: tensorflow, image: x}]}}`)
-	for _, parts := range [][]string{
-		{`metadata.name "Example_Job"`},
-		{"the MASTER group has 2 replicas", "set replicas: 1"},
-		{"the MASTER group's pod has no container named tensorflow (it has trainer)"},
-		{"2 PS groups", "merge them"},
-	} {
-		if !hasWarning(res, parts...) {
-			t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
-		}
-	}
-	// Nothing is renamed: the old operators required the name too.
+	assertRefusals(t, res,
+		[]string{`metadata.name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`, `(got "Example_Job")`},
+		[]string{"metadata.name must start with a letter and hold only lower-case letters, digits and '-'"},
+		[]string{"spec.replicaSpecs[0]: a MASTER or CHIEF group has exactly one replica: set replicas: 1"},
+		[]string{"spec.replicaSpecs[0]: template.spec.containers needs a container named 'tensorflow'"},
+		[]string{"spec.replicaSpecs[2]: Duplicate value", `"tfReplicaType":"PS"`},
+	)
 	if c := tf(res).Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Name; c != "trainer" {
 		t.Errorf("container renamed to %q", c)
+	}
+}
+
+// assertRefusals checks that res warns of exactly what the apiserver would refuse (its
+// Invalid), one warning each, and that each of want (parts one such warning holds) is among
+// them.
+func assertRefusals(t *testing.T, res *Result, want ...[]string) {
+	t.Helper()
+	const prefix = "the apiserver would refuse the job: "
+	var refusals []string
+	for _, w := range res.Warnings {
+		if strings.HasPrefix(w, prefix) {
+			refusals = append(refusals, w)
+		}
+	}
+	if len(refusals) != len(res.Invalid) || len(res.Invalid) == 0 {
+		t.Errorf("%d refusals warned of, %d in Invalid: %v", len(refusals), len(res.Invalid), res.Invalid)
+	}
+	for i, e := range res.Invalid {
+		if i < len(refusals) && refusals[i] != prefix+crdvalidate.Line(e) {
+			t.Errorf("warning %q, want %q", refusals[i], prefix+crdvalidate.Line(e))
+		}
+	}
+	for _, parts := range want {
+		if !hasWarning(res, append([]string{prefix}, parts...)...) {
+			t.Errorf("no refusal holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
+		}
 	}
 }
 
@@ -555,7 +612,8 @@ func TestGarbageIsAnError(t *testing.T) {
 		"a TfJobList":      "apiVersion: mlkube.io/v1beta1\nkind: TfJobList\nitems: []\n",
 		"two documents":    "apiVersion: mlkube.io/v1beta1\nkind: TfJob\n---\napiVersion: mlkube.io/v1beta1\nkind: TfJob\n",
 		"a Deployment":     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {}\n",
-		"a PyTorchJob":     "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {}\n",
+		"a JAXJob":         "apiVersion: kubeflow.org/v1\nkind: JAXJob\nspec: {}\n",
+		"empty PyTorchJob": "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {}\n",
 		"no kind":          "apiVersion: mlkube.io/v1beta1\nspec: {}\n",
 		"kind not string":  "apiVersion: mlkube.io/v1beta1\nkind: [TfJob]\n",
 		"duplicate keys":   "apiVersion: mlkube.io/v1beta1\nkind: TfJob\nkind: TfJob\n",
@@ -577,7 +635,8 @@ func TestGarbageIsAnError(t *testing.T) {
 		})
 	}
 	_, err := Convert([]byte("apiVersion: apps/v1\nkind: Deployment\n"))
-	for _, accepted := range []string{"mlkube.io/v1beta1 TfJob", "tensorflow.org/v1alpha1 TfJob", "kubeflow.org/v1alpha1 TFJob", "kubeflow.org/v1 TFJob"} {
+	for _, accepted := range []string{"mlkube.io/v1beta1 TfJob", "tensorflow.org/v1alpha1 TfJob", "kubeflow.org/v1alpha1 TFJob", "kubeflow.org/v1 TFJob",
+		"fioravanzo.org/v1alpha1 MXJob", "kubeflow.org/v1 MXJob", "mlkube.io/v1beta1 PyTorchJob", "kubeflow.org/v1 PyTorchJob"} {
 		if err == nil || !strings.Contains(err.Error(), accepted) {
 			t.Errorf("the error for a Deployment does not list %s: %v", accepted, err)
 		}

@@ -6,6 +6,30 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
+// defaultPS gives a PS group without a template the old operators' parameter server:
+// TensorFlow's standard server in spec.tfImage, else DefaultPSImage. Other groups need one.
+func defaultPS(r *listRead, path string, g *replicaGroup) bool {
+	if g.typ != string(v1beta1.TfReplicaPS) {
+		return false
+	}
+	image := DefaultPSImage
+	if r.image != "" {
+		image = r.image
+		if len(r.usedBy) == 0 {
+			r.usedBy = append(r.usedBy, "the parameter servers of the PS group without a template")
+		}
+	}
+	g.template = defaultPSTemplate(image)
+	if g.policy == "" {
+		g.policy = v1beta1.RestartPolicyOnFailure // the old default PS pod's
+	}
+	r.w.add("%s (PS) has no template: it runs TensorFlow's standard server, as the old operator did "+
+		"(container tensorflow, image %s, `python -c` on a script that serves this replica's task from TF_CONFIG, restartPolicy %s); "+
+		"a cluster that cannot pull that image, such as devctl's offline kind cluster, needs a template of the group's own",
+		path, image, g.policy)
+	return true
+}
+
 // DefaultPSImage runs the parameter servers of a PS group that has no template, as the old
 // operators did with their tfImage. It is TensorFlow 1.x on purpose: the jobs that relied on a
 // default PS are TensorFlow 1 programs (between-graph replication onto /job:ps devices), whose

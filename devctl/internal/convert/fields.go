@@ -229,14 +229,17 @@ func describe(v any) string {
 }
 
 // joinAnd joins ["a", "b", "c"] as "a, b and c".
-func joinAnd(items []string) string {
+func joinAnd(items []string) string { return join(items, "and") }
+
+// join joins ["a", "b", "c"] as "a, b <conj> c".
+func join(items []string, conj string) string {
 	switch len(items) {
 	case 0:
 		return ""
 	case 1:
 		return items[0]
 	}
-	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+	return strings.Join(items[:len(items)-1], ", ") + " " + conj + " " + items[len(items)-1]
 }
 
 // hasSnakeCase tells whether any key of the object has an underscore, the mark of the 2017

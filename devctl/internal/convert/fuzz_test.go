@@ -6,22 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
-
-// groupCount is the number of replica groups of a job of either kind.
-func groupCount(job client.Object) int {
-	switch job := job.(type) {
-	case *v1beta1.TfJob:
-		return len(job.Spec.ReplicaSpecs)
-	case *v1beta1.MXJob:
-		return len(job.Spec.ReplicaSpecs)
-	}
-	return 0
-}
 
 // saysWhere is how every error of convert opens: the document, the manifest, or the path of
 // the field at fault.
@@ -59,6 +44,8 @@ func FuzzConvert(f *testing.F) {
 		"apiVersion: kubeflow.org/v1alpha1\nkind: MXJob\nspec: {jobMode: local, replicaSpecs: [{PsRootPort: 1, template: {spec: {containers: [{name: mxnet}]}}}]}",
 		"apiVersion: kubeflow.org/v1\nkind: MXJob\nspec: {jobMode: MXTrain, mxReplicaSpecs: {scheduler: {template: {}}, Tuner: {}}}",
 		"apiVersion: mlkube.io/v1beta1\nkind: MXJob\nspec: {replicaSpecs: [{mxReplicaType: SCHEDULER, port: 0, template: {}}]}",
+		"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {elasticPolicy: {maxReplicas: 4}, nprocPerNode: auto, pytorchReplicaSpecs: {worker: {template: {}}, MASTER: {replicas: 2}}}",
+		"apiVersion: mlkube.io/v1beta1\nkind: PyTorchJob\nspec: {replicaSpecs: [{pytorchReplicaType: MASTER, replicas: 0, template: {}}, {port: 1}]}",
 		// Regression: a null key was "unsupported map key of type: %!s(<nil>), key: <nil>, ...".
 		"apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {replicas: 1, template: {~: x}}}}",
 		"metadata: {name: [a]}\napiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {}}}",
@@ -77,7 +64,7 @@ func FuzzConvert(f *testing.F) {
 			}
 			return
 		}
-		if res == nil || res.Job == nil || groupCount(res.Job) == 0 {
+		if res == nil || res.Job == nil || len(res.Job.Groups()) == 0 {
 			t.Fatalf("a result without a replica group for %q: %+v", data, res)
 		}
 		y, err := YAML(res.Job)

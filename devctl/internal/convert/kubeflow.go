@@ -2,9 +2,7 @@ package convert
 
 import (
 	"fmt"
-	"maps"
-	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,112 +10,148 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// Kubeflow's TFJob (kubeflow.org/v1alpha2 to v1) keys its replica groups by type in
-// spec.tfReplicaSpecs. Its defaults (SetDefaults_TFJob): replicas 1, restartPolicy Never, the
-// port of the tensorflow container's port named tfjob-port, else 2222. Type keys are matched
-// without regard to case, as Kubeflow's defaulting did. Chief and Master mean the same: the
-// replica that decides, else worker 0, which is mlkube's rule too.
+// Kubeflow's jobs (kubeflow.org/v1alpha2 to v1: TFJob, MXJob, PyTorchJob) key their replica
+// groups by type in spec.<framework>ReplicaSpecs, and share their defaults (SetDefaults_*):
+// replicas 1, a restartPolicy per kind (Never; OnFailure for PyTorchJob), and the port of the
+// framework container's port of a given name (tfjob-port, ...), else the kind's default. Type
+// keys are matched without regard to case, as Kubeflow's defaulting did. The run policy is
+// spec.runPolicy, or its fields at the top of the spec before Kubeflow grouped them. One reader
+// reads every kind; kubeflowKind says what differs.
 
-// kubeflowTypes are Kubeflow's replica types, in the order the converted job lists them.
-var kubeflowTypes = []struct {
-	key string
-	typ v1beta1.TfReplicaType
-}{
-	{"Chief", v1beta1.TfReplicaChief},
-	{"Master", v1beta1.TfReplicaMaster},
-	{"Worker", v1beta1.TfReplicaWorker},
-	{"PS", v1beta1.TfReplicaPS},
-	{"Evaluator", v1beta1.TfReplicaEvaluator},
+// kubeflowKind is Kubeflow's form of a kind.
+type kubeflowKind struct {
+	// kind is Kubeflow's name of the kind (TFJob), versions the API versions of this form.
+	kind     string
+	versions []string
+	// specsKey is the key of the replica groups: tfReplicaSpecs.
+	specsKey string
+	// types are Kubeflow's replica types, in the order the converted job lists them.
+	types []kubeflowType
+	// portName names the framework container's port that Kubeflow took the port from; port is
+	// Kubeflow's default port.
+	portName string
+	port     int32
+	// restartPolicy is Kubeflow's default for a group without one.
+	restartPolicy v1beta1.RestartPolicy
+	// dropped are the spec fields of Kubeflow's kind that today's has no equivalent of.
+	dropped []droppedField
+	// checkSpec refuses what the kind's spec says that mlkube cannot run (MXJob's jobMode).
+	checkSpec func(spec *fields) error
+	// otherMode are replica types of a mode of the kind that mlkube does not run, and why.
+	otherMode otherMode
 }
 
-// kubeflowPortName names the container port Kubeflow took the TensorFlow port from.
-const kubeflowPortName = "tfjob-port"
+// kubeflowType maps one of Kubeflow's replica types (its key) to today's type.
+type kubeflowType struct{ key, typ string }
 
-func fromKubeflow(docMap map[string]any, from string) (*Result, error) {
+type otherMode struct {
+	types []string
+	why   string
+}
+
+// droppedField is a field Kubeflow's kind had and today's has no equivalent of: a conversion
+// drops it, saying why. kind is the type its value must have ("string", "bool"; "" for any);
+// false and "" drop nothing a person would miss.
+type droppedField struct {
+	key, kind, why string
+}
+
+func fromKubeflow(docMap map[string]any, k *jobKind, from string) (*Result, error) {
+	kf := k.kubeflow
 	w := &warnings{}
-	w.add("converted from %s, an older API, to today's mlkube.io/v1beta1 TfJob: keep the converted manifest in place of the old one", from)
+	w.add("converted from %s, an older API, to today's %s %s: keep the converted manifest in place of the old one", from, v1beta1.GroupVersion, k.Name)
 	doc, err := object("", docMap)
 	if err != nil {
 		return nil, err
 	}
-	job, spec, err := newJob(doc, w)
+	meta, spec, err := readJob(doc, w)
 	if err != nil {
 		return nil, err
 	}
+	if kf.checkSpec != nil {
+		if err := kf.checkSpec(spec); err != nil {
+			return nil, err
+		}
+	}
 
-	specs, ok, err := spec.object("tfReplicaSpecs")
+	specs, ok, err := spec.object(kf.specsKey)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		if spec.has("replicaSpecs", "replica_specs") {
-			return nil, fmt.Errorf("spec.tfReplicaSpecs is missing; spec.replicaSpecs is the list form of kubeflow.org/v1alpha1 and mlkube.io/v1beta1: set apiVersion to one of those")
+		if spec.has(k.list.keys.specs...) {
+			return nil, fmt.Errorf("spec.%s is missing; spec.replicaSpecs is the list form of %s: %s", kf.specsKey, k.listAPIs(), k.setListAPI())
 		}
-		return nil, fmt.Errorf("spec.tfReplicaSpecs is missing: a job needs at least one replica group")
+		return nil, fmt.Errorf("spec.%s is missing: a job needs at least one replica group", kf.specsKey)
 	}
-	keyOf := map[v1beta1.TfReplicaType]string{}
+	keyOf := map[string]string{}
 	for _, key := range specs.keys() {
-		typ, ok := kubeflowType(key)
-		if !ok {
-			return nil, fmt.Errorf("%s: %q is not one of Chief, Master, Worker, PS, Evaluator", specs.at(key), key)
+		typ, ok := kf.typeOf(key)
+		switch {
+		case !ok && slices.ContainsFunc(kf.otherMode.types, func(t string) bool { return strings.EqualFold(t, key) }):
+			return nil, fmt.Errorf("%s: %s %s", specs.at(key), key, kf.otherMode.why)
+		case !ok:
+			keys := make([]string, len(kf.types))
+			for i, t := range kf.types {
+				keys[i] = t.key
+			}
+			return nil, fmt.Errorf("%s: %q is not one of %s", specs.at(key), key, strings.Join(keys, ", "))
 		}
 		if other, dup := keyOf[typ]; dup {
 			return nil, fmt.Errorf("%s: %s and %s name the same replica type; keep one", specs.path, other, key)
 		}
 		keyOf[typ] = key
 	}
-	var neverByDefault []string
-	for _, kt := range kubeflowTypes {
+	var groups []replicaGroup
+	var byDefault []string
+	for _, kt := range kf.types {
 		key, ok := keyOf[kt.typ]
 		if !ok {
 			continue
 		}
 		_, v, _, _ := specs.lookup(key)
-		r, keep, defaulted, err := kubeflowReplica(specs.at(key), kt.typ, v, w)
+		g, keep, defaulted, err := readKubeflowGroup(specs.at(key), v, k, w)
 		if err != nil {
 			return nil, err
 		}
+		g.typ = kt.typ
+		g.port = kubeflowPort(&g.template, k.Container, kf.portName, kf.port)
 		if defaulted {
-			neverByDefault = append(neverByDefault, specs.at(key))
+			byDefault = append(byDefault, specs.at(key))
 		}
 		if keep {
-			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, r)
+			groups = append(groups, g)
 		}
 	}
-	if len(job.Spec.ReplicaSpecs) == 0 {
+	if len(groups) == 0 {
 		return nil, fmt.Errorf("%s: has no replica group with a replica to run", specs.path)
 	}
-	warnNeverByDefault(neverByDefault, w)
+	if len(byDefault) > 0 {
+		w.add("%s: no restartPolicy, so %s, Kubeflow's default: %s "+
+			"(mlkube's own default, ExitCode, would recreate pods that exit 128-255, such as preempted ones)",
+			joinAnd(byDefault), kf.restartPolicy, policyEffect[kf.restartPolicy])
+	}
 
-	if job.Spec.RunPolicy, err = kubeflowRunPolicy(spec, "TfJob", w); err != nil {
+	rp, err := runPolicy(spec, k.Name, w)
+	if err != nil {
 		return nil, err
 	}
-	if s, path, ok, err := spec.str("successPolicy"); err != nil {
-		return nil, err
-	} else if ok && s != "" {
-		w.add("dropped %s: %s: mlkube ends the job when its MASTER or CHIEF succeeds, or else worker 0; it cannot wait for every worker", path, s)
+	for _, d := range kf.dropped {
+		if err := d.drop(spec, w); err != nil {
+			return nil, err
+		}
 	}
-	if on, path, ok, err := spec.boolean("enableDynamicWorker"); err != nil {
-		return nil, err
-	} else if ok && on {
-		w.add("dropped %s: true: a TfJob's replica groups cannot change once it runs (every replica's TF_CONFIG names all the others)", path)
-	}
-	w.dropped(spec.unread(), "today's TfJob has no such fields")
-	w.dropped(doc.unread(), "a TfJob has no such top-level fields")
-	check(job, w)
-	return &Result{Job: job, From: from, Warnings: *w}, nil
+	return finish(k, doc, spec, meta, groups, map[string]any{"runPolicy": rp}, from, w)
 }
 
-// warnNeverByDefault tells of the groups that got Kubeflow's restartPolicy, Never.
-func warnNeverByDefault(groups []string, w *warnings) {
-	if len(groups) > 0 {
-		w.add("%s: no restartPolicy, so Never, Kubeflow's default: any failure fails the job "+
-			"(mlkube's own default, ExitCode, would recreate pods that exit 128-255, such as preempted ones)", joinAnd(groups))
-	}
+// policyEffect says what a restartPolicy does when the framework container fails.
+var policyEffect = map[v1beta1.RestartPolicy]string{
+	v1beta1.RestartPolicyNever:     "any failure fails the job",
+	v1beta1.RestartPolicyOnFailure: "the kubelet restarts a failed container in place, each restart counted against backoffLimit",
 }
 
-func kubeflowType(key string) (v1beta1.TfReplicaType, bool) {
-	for _, kt := range kubeflowTypes {
+func (kf *kubeflowKind) typeOf(key string) (string, bool) {
+	for _, kt := range kf.types {
 		if strings.EqualFold(key, kt.key) {
 			return kt.typ, true
 		}
@@ -125,88 +159,73 @@ func kubeflowType(key string) (v1beta1.TfReplicaType, bool) {
 	return "", false
 }
 
-// kubeflowReplica reads one of Kubeflow's TFJob replica groups. keep is false for replicas: 0;
-// neverByDefault is true when the group had no restartPolicy and got Kubeflow's.
-func kubeflowReplica(path string, typ v1beta1.TfReplicaType, v any, w *warnings) (r v1beta1.TfReplicaSpec, keep, neverByDefault bool, err error) {
-	r.TfReplicaType = typ
-	g, keep, neverByDefault, err := readKubeflowGroup(path, v, "TfJob", w)
-	if err != nil {
-		return r, false, false, err
-	}
-	r.Replicas, r.RestartPolicy, r.Template = g.replicas, g.policy, g.template
-	r.TfPort = kubeflowPort(&r.Template, v1beta1.TfContainerName, kubeflowPortName, v1beta1.DefaultTfPort)
-	return r, keep, neverByDefault, nil
-}
-
-// kubeflowGroup is one of Kubeflow's replica groups (TFJob's or MXJob's), read.
-type kubeflowGroup struct {
-	replicas int32
-	policy   v1beta1.RestartPolicy
-	template corev1.PodTemplateSpec
-}
-
-// readKubeflowGroup reads one of Kubeflow's replica groups for today's kind (TfJob, MXJob):
-// replicas, restartPolicy and template, as every Kubeflow job has them. keep is false for
-// replicas: 0; neverByDefault is true when the group had no restartPolicy and got Kubeflow's.
-func readKubeflowGroup(path string, v any, kind string, w *warnings) (r kubeflowGroup, keep, neverByDefault bool, err error) {
-	g, err := object(path, v)
-	if err != nil {
-		return r, false, false, err
-	}
-	replicas, _, ok, err := g.integer(0, math.MaxInt32, "replicas")
-	if err != nil {
-		return r, false, false, err
-	}
-	if !ok {
-		replicas = 1
-	}
-	r.replicas = int32(replicas)
-
-	policy, policyPath, hasPolicy, err := g.str("restartPolicy")
-	if err != nil {
-		return r, false, false, err
-	}
-	if hasPolicy {
-		if r.policy, err = restartPolicy(policyPath, policy); err != nil {
-			return r, false, false, err
+// listAPIs are the API versions of the kind's list form, for a message: "mlkube.io/v1beta1
+// and tensorflow.org/v1alpha1 TfJob".
+func (k *jobKind) listAPIs() string {
+	var apis []string
+	for _, f := range k.list.forms {
+		if !slices.Contains(apis, f.apiVersion) {
+			apis = append(apis, f.apiVersion)
 		}
 	}
+	return joinAnd(apis) + " " + k.Name
+}
 
-	tmpl, tmplPath, ok, err := g.raw("template")
+// setListAPI says how to have a manifest read in the list form.
+func (k *jobKind) setListAPI() string {
+	if len(k.list.forms) == 1 {
+		return "set apiVersion: " + k.list.forms[0].apiVersion
+	}
+	return "set apiVersion to one of those"
+}
+
+// readKubeflowGroup reads one of Kubeflow's replica groups of a job of kind k: replicas,
+// restartPolicy and template, as every Kubeflow kind has them. keep is false for replicas: 0;
+// byDefault is true when the group had no restartPolicy and got Kubeflow's.
+func readKubeflowGroup(path string, v any, k *jobKind, w *warnings) (g replicaGroup, keep, byDefault bool, err error) {
+	f, err := object(path, v)
 	if err != nil {
-		return r, false, false, err
+		return g, false, false, err
+	}
+	if err := g.readCommon(f); err != nil {
+		return g, false, false, err
+	}
+
+	tmpl, tmplPath, ok, err := f.raw("template")
+	if err != nil {
+		return g, false, false, err
 	}
 	if !ok {
-		return r, false, false, fmt.Errorf("%s.template is missing: every replica group needs the pod it runs", path)
+		return g, false, false, fmt.Errorf("%s.template is missing: every replica group needs the pod it runs", path)
 	}
-	if r.template, err = podTemplate(tmplPath, tmpl, w); err != nil {
-		return r, false, false, err
+	if g.template, err = podTemplate(tmplPath, tmpl, w); err != nil {
+		return g, false, false, err
 	}
-	// Kubeflow set every pod's restartPolicy from the group's (Never when unset), so one in the
-	// template never took effect; keeping Kubeflow's behaviour means not moving it up.
-	if p := takeRestartPolicy(&r.template); p != "" && v1beta1.RestartPolicy(p) != r.policy {
-		has := "Never, Kubeflow's default"
-		if r.policy != "" {
-			has = string(r.policy)
+	// Kubeflow set every pod's restartPolicy from the group's (its default when unset), so one
+	// in the template never took effect; keeping Kubeflow's behaviour means not moving it up.
+	def := k.kubeflow.restartPolicy
+	if p := takeRestartPolicy(&g.template); p != "" && v1beta1.RestartPolicy(p) != g.policy {
+		has := fmt.Sprintf("%s, Kubeflow's default", def)
+		if g.policy != "" {
+			has = string(g.policy)
 		}
 		w.add("dropped %s.spec.restartPolicy: %s: it never took effect, as Kubeflow set every pod's restartPolicy from the replica group's (here %s); "+
 			"set the group's restartPolicy to %s to have it", tmplPath, p, has, p)
 	}
-	if r.policy == "" {
-		r.policy = v1beta1.RestartPolicyNever
-		neverByDefault = true
+	if g.policy == "" {
+		g.policy, byDefault = def, true
 	}
 
-	w.dropped(g.unread(), fmt.Sprintf("today's %s replica groups have no such fields", kind))
-	if r.replicas == 0 {
-		w.add("%s has replicas: 0: left out, as today's %s runs at least one replica per group", path, kind)
-		return r, false, neverByDefault, nil
+	w.dropped(f.unread(), fmt.Sprintf("today's %s replica groups have no such fields", k.Name))
+	if g.replicas == 0 {
+		w.add("%s has replicas: 0: left out, as today's %s runs at least one replica per group", path, k.Name)
+		return g, false, byDefault, nil
 	}
-	return r, true, neverByDefault, nil
+	return g, true, byDefault, nil
 }
 
 // kubeflowPort is the port Kubeflow gave the framework: the port named portName of the
-// container named container (tensorflow's tfjob-port, mxnet's mxjob-port), else def.
+// container named container (tensorflow's tfjob-port, ...), else def.
 func kubeflowPort(t *corev1.PodTemplateSpec, container, portName string, def int32) int32 {
 	for _, c := range t.Spec.Containers {
 		if c.Name != container {
@@ -221,99 +240,40 @@ func kubeflowPort(t *corev1.PodTemplateSpec, container, portName string, def int
 	return def
 }
 
-// runPolicyFields are the fields of Kubeflow's runPolicy, also found at the top of the spec
-// before Kubeflow grouped them (v1alpha2 to early v1).
-type runPolicyFields struct {
-	values map[string]any    // field name → value read
-	paths  map[string]string // field name → where
-}
-
-func readRunPolicyFields(f *fields) (runPolicyFields, error) {
-	rp := runPolicyFields{values: map[string]any{}, paths: map[string]string{}}
-	if s, path, ok, err := f.str("cleanPodPolicy"); err != nil {
-		return rp, err
-	} else if ok {
-		p, err := cleanPodPolicy(path, s)
-		if err != nil {
-			return rp, err
+// drop reads the field from spec and, when it says something, warns that it is dropped.
+func (d droppedField) drop(spec *fields, w *warnings) error {
+	var value, path string
+	switch d.kind {
+	case "string":
+		s, p, ok, err := spec.str(d.key)
+		if err != nil || !ok || s == "" {
+			return err
 		}
-		rp.values["cleanPodPolicy"], rp.paths["cleanPodPolicy"] = p, path
-	}
-	if n, path, ok, err := f.integer(0, math.MaxInt32, "backoffLimit"); err != nil {
-		return rp, err
-	} else if ok {
-		rp.values["backoffLimit"], rp.paths["backoffLimit"] = int32(n), path
-	}
-	if n, path, ok, err := f.integer(1, math.MaxInt64, "activeDeadlineSeconds"); err != nil {
-		return rp, err
-	} else if ok {
-		rp.values["activeDeadlineSeconds"], rp.paths["activeDeadlineSeconds"] = n, path
-	}
-	// v1alpha2 spelled it ttlSecondsAfterFinishing.
-	if n, path, ok, err := f.integer(0, math.MaxInt32, "ttlSecondsAfterFinished", "ttlSecondsAfterFinishing"); err != nil {
-		return rp, err
-	} else if ok {
-		rp.values["ttlSecondsAfterFinished"], rp.paths["ttlSecondsAfterFinished"] = int32(n), path
-	}
-	return rp, nil
-}
-
-// kubeflowRunPolicy reads spec.runPolicy and the older top-level fields it replaced, for a job
-// of today's kind (TfJob, MXJob); where both are set, runPolicy wins, as it did in Kubeflow.
-func kubeflowRunPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error) {
-	var out v1beta1.RunPolicy
-	top, err := readRunPolicyFields(spec)
-	if err != nil {
-		return out, err
-	}
-	merged := runPolicyFields{values: maps.Clone(top.values), paths: maps.Clone(top.paths)}
-	if rp, ok, err := spec.object("runPolicy"); err != nil {
-		return out, err
-	} else if ok {
-		nested, err := readRunPolicyFields(rp)
-		if err != nil {
-			return out, err
+		value, path = s, p
+	case "bool":
+		on, p, ok, err := spec.boolean(d.key)
+		if err != nil || !ok || !on {
+			return err
 		}
-		names := make([]string, 0, len(nested.values))
-		for name := range nested.values {
-			names = append(names, name)
+		value, path = "true", p
+	default:
+		v, p, ok, err := spec.raw(d.key)
+		if err != nil || !ok || isEmpty(v) {
+			return err
 		}
-		sort.Strings(names)
-		for _, name := range names {
-			if old, both := top.values[name]; both && fmt.Sprint(old) != fmt.Sprint(nested.values[name]) {
-				w.add("%s and %s disagree: took %s's %v", top.paths[name], nested.paths[name], nested.paths[name], nested.values[name])
-			}
-			merged.values[name], merged.paths[name] = nested.values[name], nested.paths[name]
+		path = p
+		switch v := v.(type) {
+		case string:
+			value = v
+		case map[string]any, []any: // too long to repeat
+		default:
+			value = describe(v)
 		}
-		if _, path, ok, _ := rp.raw("schedulingPolicy"); ok {
-			w.add("dropped %s: mlkube does no gang scheduling; set a priorityClassName or schedulerName in the pod templates if you need one", path)
-		}
-		if on, path, ok, err := rp.boolean("suspend"); err != nil {
-			return out, err
-		} else if ok && on {
-			w.add("dropped %s: true: a %s cannot be suspended; create it when it should run", path, kind)
-		}
-		if s, path, ok, err := rp.str("managedBy"); err != nil {
-			return out, err
-		} else if ok && s != "" {
-			w.add("dropped %s: %s: the mlkube operator manages every %s", path, s, kind)
-		}
-		w.dropped(rp.unread(), "today's runPolicy has no such fields")
 	}
-	if v, ok := merged.values["cleanPodPolicy"]; ok {
-		out.CleanPodPolicy = v.(v1beta1.CleanPodPolicy)
+	if value == "" {
+		w.add("dropped %s: %s", path, d.why)
+	} else {
+		w.add("dropped %s: %s: %s", path, value, d.why)
 	}
-	if v, ok := merged.values["backoffLimit"]; ok {
-		n := v.(int32)
-		out.BackoffLimit = &n
-	}
-	if v, ok := merged.values["activeDeadlineSeconds"]; ok {
-		n := v.(int64)
-		out.ActiveDeadlineSeconds = &n
-	}
-	if v, ok := merged.values["ttlSecondsAfterFinished"]; ok {
-		n := v.(int32)
-		out.TTLSecondsAfterFinished = &n
-	}
-	return out, nil
+	return nil
 }

@@ -3,6 +3,7 @@ package convert
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,110 +11,194 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// The replica list form is the TfJob of the first TensorFlow operator and its successors until
-// Kubeflow's v1alpha2: mlkube.io/v1beta1 (2017, snake_case then camelCase),
-// tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1. Manifests of that time mixed the spellings
-// (Kubeflow's own README had replica_specs beside tfPort), so every spelling is read everywhere.
-//
-// The old operators' defaults (their SetDefaults_TfJob): a group without tfReplicaType is the
-// MASTER, replicas is 1, tfPort is 2222, and a PS group without a template runs TensorFlow's
-// standard server in spec.tfImage. The type list was MASTER, WORKER and PS.
+// The replica list form is the spec.replicaSpecs list of groups, each naming its type, that
+// today's API has and the first operators had before Kubeflow keyed the groups by type: the
+// TfJob of the first TensorFlow operator (mlkube.io/v1beta1 of 2017, snake_case then camelCase)
+// and its successors (tensorflow.org/v1alpha1, kubeflow.org/v1alpha1), and the MXJob of the
+// first MXNet operators, both made from its code (the fork's fioravanzo.org/v1alpha1 and
+// Kubeflow's kubeflow.org/v1alpha1). A manifest of today's API that leans on an old default
+// (a group without a type, replicas: 0, a restartPolicy in the pod template) or carries fields
+// today's kind lacks is read the same way. One reader reads them all; listKind and listForm
+// say what differs.
 
-// oldReplicaTypes are the types of the replica list form.
-var oldReplicaTypes = []v1beta1.TfReplicaType{v1beta1.TfReplicaMaster, v1beta1.TfReplicaWorker, v1beta1.TfReplicaPS}
+// listKind is a kind's list form: the keys its manifests spelled, the types they knew, and the
+// APIs that wrote it.
+type listKind struct {
+	keys listKeys
+	// types are the replica types the list forms knew.
+	types []string
+	forms []listForm
+	// defaultTemplate runs a group that has no template, as an old operator did (TfJob's PS);
+	// nil, or false from it, makes a missing template an error, missingTemplate saying why.
+	defaultTemplate func(r *listRead, path string, g *replicaGroup) bool
+	missingTemplate string
+	// extra reads the spec fields only this kind's list form had (MXJob's jobMode).
+	extra func(r *listRead) error
+}
 
-func fromReplicaList(docMap map[string]any, from string) (*Result, error) {
+// listKeys are a list form's spellings of its keys. The first is today's, or the camelCase of
+// 2017; a second is the snake_case of 2017 (the other spellings of the port are the forms').
+type listKeys struct {
+	specs, typ, port []string
+	// image is the job-wide image (tfImage), which ran what had no template of its own.
+	image []string
+	// terminationPolicy and its chief's replicaName and replicaIndex chose the replica whose
+	// exit ended the job.
+	terminationPolicy, replicaName, replicaIndex []string
+	// ignored are group keys of the old operators' own bookkeeping.
+	ignored []string
+}
+
+// listForm is one API that wrote a kind's list form, and what its operator did by default.
+type listForm struct {
+	// apiVersion and kind are the form's (kind is matched without regard to case);
+	// snakeCase: the form is that of manifests with snake_case keys (mlkube.io's of 2017).
+	apiVersion, kind string
+	snakeCase        bool
+	// from names the form in Result.From.
+	from string
+	// operator names the old operator in warnings; "" for today's API.
+	operator string
+	// defaultType is the type of a group without one; "" makes it an error.
+	defaultType string
+	// portKey is the form's name for the port, defaultPort its operator's default.
+	portKey     string
+	defaultPort int32
+	// decider is the type whose replica 0 ended the job when no terminationPolicy said; ""
+	// when it was today's.
+	decider string
+	// warn adds the form's own warnings about the converted job (the fork's DMLC_PS_ROOT_*).
+	warn func(r *listRead)
+}
+
+// todaysForm is the list form of today's API for a kind, read when a manifest is not quite in
+// today's form.
+func todaysForm(kind string, port int32) listForm {
+	return listForm{
+		apiVersion: v1beta1.GroupVersion.String(), kind: kind,
+		from:    v1beta1.GroupVersion.String() + " " + kind + " (not in today's form)",
+		portKey: "port", defaultPort: port,
+	}
+}
+
+// listRead is one conversion from the list form under way.
+type listRead struct {
+	kind   *jobKind
+	form   *listForm
+	spec   *fields
+	groups []replicaGroup // kept, in the manifest's order
+	w      *warnings
+	// image is the job-wide image, at imagePath; usedBy says what runs it.
+	image, imagePath string
+	usedBy           []string
+	// snake: the manifest spells its keys the 2017 snake_case way (replica_specs).
+	snake bool
+}
+
+func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error) {
 	w := &warnings{}
-	w.add("converted from %s, an older API, to today's mlkube.io/v1beta1 TfJob: keep the converted manifest in place of the old one", from)
+	if form.operator == "" {
+		w.add("converted %s to today's form: keep the converted manifest in place of this one", form.from)
+	} else {
+		w.add("converted from %s, an older API, to today's %s %s: keep the converted manifest in place of the old one", form.from, v1beta1.GroupVersion, k.Name)
+	}
 	doc, err := object("", docMap)
 	if err != nil {
 		return nil, err
 	}
-	job, spec, err := newJob(doc, w)
+	meta, spec, err := readJob(doc, w)
 	if err != nil {
 		return nil, err
 	}
+	r := &listRead{kind: k, form: form, spec: spec, w: w}
+	keys := k.list.keys
 
-	tfImage, tfImagePath, hasTfImage, err := spec.str("tfImage", "tf_image")
-	if err != nil {
+	if r.image, r.imagePath, _, err = spec.str(keys.image...); err != nil {
 		return nil, err
 	}
-	psImage := DefaultPSImage
-	if hasTfImage && tfImage != "" {
-		psImage = tfImage
-	}
-
-	groups, groupsPath, ok, err := spec.list("replicaSpecs", "replica_specs")
+	groups, groupsPath, ok, err := spec.list(keys.specs...)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		if spec.has("tfReplicaSpecs") {
-			return nil, fmt.Errorf("spec.replicaSpecs is missing; spec.tfReplicaSpecs is the form of kubeflow.org/v1 TFJob: set apiVersion: kubeflow.org/v1 and kind: TFJob")
+		if kf := k.kubeflow; kf != nil && spec.has(kf.specsKey) {
+			return nil, fmt.Errorf("spec.%s is missing; spec.%s is the form of kubeflow.org/v1 %s: set apiVersion: kubeflow.org/v1 and kind: %s",
+				keys.specs[0], kf.specsKey, kf.kind, kf.kind)
 		}
-		return nil, fmt.Errorf("spec.replicaSpecs is missing: a job needs at least one replica group")
+		return nil, fmt.Errorf("spec.%s is missing: a job needs at least one replica group", keys.specs[0])
 	}
 	if len(groups) == 0 {
 		return nil, fmt.Errorf("%s: is empty: a job needs at least one replica group", groupsPath)
 	}
-	defaultPS := false
+	r.snake = len(keys.specs) > 1 && groupsPath == spec.at(keys.specs[1])
 	moved := map[corev1.RestartPolicy][]string{} // policy moved from the pod template → groups
-	for i, g := range groups {
+	var defaultPort []string
+	for i, v := range groups {
 		path := fmt.Sprintf("%s[%d]", groupsPath, i)
-		r, keep, isDefaultPS, err := listReplica(path, g, psImage, w)
+		g, keep, portDefaulted, err := r.group(path, v)
 		if err != nil {
 			return nil, err
 		}
-		if p := takeRestartPolicy(&r.Template); p != "" {
-			if r.RestartPolicy == "" {
-				r.RestartPolicy = v1beta1.RestartPolicy(p)
+		if p := takeRestartPolicy(&g.template); p != "" {
+			if g.policy == "" {
+				g.policy = v1beta1.RestartPolicy(p)
 				moved[p] = append(moved[p], path)
-			} else if r.RestartPolicy != v1beta1.RestartPolicy(p) {
-				w.add("dropped %s.template.spec.restartPolicy: %s: the group's restartPolicy (%s) sets every pod's", path, p, r.RestartPolicy)
+			} else if g.policy != v1beta1.RestartPolicy(p) {
+				w.add("dropped %s.template.spec.restartPolicy: %s: the group's restartPolicy (%s) sets every pod's", path, p, g.policy)
 			}
 		}
-		defaultPS = defaultPS || isDefaultPS
+		if portDefaulted {
+			defaultPort = append(defaultPort, path)
+		}
 		if keep {
-			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, r)
+			r.groups = append(r.groups, g)
 		}
 	}
 	warnMoved(moved, w)
-	if len(job.Spec.ReplicaSpecs) == 0 {
+	if len(r.groups) == 0 {
 		return nil, fmt.Errorf("%s: every group has replicas: 0, which leaves a job of nothing to run", groupsPath)
 	}
+	if len(defaultPort) > 0 && form.defaultPort != k.defaultPort {
+		w.add("%s: no %s, so %d, %s default (today's %s's own is %d)", joinAnd(defaultPort), form.portKey, form.defaultPort, possessive(form.operator), k.Name, k.defaultPort)
+	}
+	if form.warn != nil {
+		form.warn(r)
+	}
 
-	tb, err := listTensorboard(spec)
-	if err != nil {
-		return nil, err
-	}
-	if tb != nil && tb.image == "" && hasTfImage && tfImage != "" {
-		tb.image = tfImage
-		tb.fromTfImage = true
-	}
-	if tb != nil {
-		job.Spec.Tensorboard = tb.spec()
-		w.dropped(tb.dropped, "today's TfJob has no such TensorBoard fields")
-	}
-	if hasTfImage {
-		switch uses := tfImageUses(defaultPS, tb != nil && tb.fromTfImage); uses {
-		case "":
-			w.add("dropped %s: no PS group without a template and no TensorBoard uses it", tfImagePath)
-		default:
-			w.add("%s (%s) runs %s, as it did", tfImagePath, tfImage, uses)
+	extra := map[string]any{}
+	if k.tensorboard {
+		tb, err := listTensorboard(spec)
+		if err != nil {
+			return nil, err
+		}
+		if tb != nil {
+			if tb.image == "" && r.image != "" {
+				tb.image = r.image
+				r.usedBy = append(r.usedBy, "TensorBoard")
+			}
+			extra["tensorboard"] = tb.spec()
+			w.dropped(tb.dropped, fmt.Sprintf("today's %s has no such TensorBoard fields", k.Name))
 		}
 	}
-
-	if err := terminationPolicy(spec, job, w); err != nil {
+	switch {
+	case r.image == "":
+	case len(r.usedBy) > 0:
+		w.add("%s (%s) runs %s, as it did", r.imagePath, r.image, joinAnd(r.usedBy))
+	default:
+		w.add("dropped %s: %s: today's %s has no job-wide image; each group runs its template's", r.imagePath, r.image, k.Name)
+	}
+	if k.list.extra != nil {
+		if err := k.list.extra(r); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.terminationPolicy(); err != nil {
 		return nil, err
 	}
-	if job.Spec.RunPolicy.CleanPodPolicy, err = listCleanPodPolicy(spec, "cleanPodPolicy"); err != nil {
+	if extra["runPolicy"], err = runPolicy(spec, k.Name, w); err != nil {
 		return nil, err
 	}
-	var templates []*corev1.PodTemplateSpec
-	for i := range job.Spec.ReplicaSpecs {
-		templates = append(templates, &job.Spec.ReplicaSpecs[i].Template)
-	}
-	if err := schedulerName(spec, templates, w); err != nil {
+	if err := schedulerName(spec, r.groups, w); err != nil {
 		return nil, err
 	}
 	if _, path, ok, err := spec.raw("RuntimeId", "runtimeId", "runtime_id"); err != nil {
@@ -121,100 +206,131 @@ func fromReplicaList(docMap map[string]any, from string) (*Result, error) {
 	} else if ok {
 		w.add("dropped %s: the old operator made it up to name the job's resources; mlkube names them after the job", path)
 	}
-	w.dropped(spec.unread(), "today's TfJob has no such fields")
-	w.dropped(doc.unread(), "a TfJob has no such top-level fields")
-	check(job, w)
-	return &Result{Job: job, From: from, Warnings: *w}, nil
+	return finish(k, doc, spec, meta, r.groups, extra, form.from, w)
 }
 
-// listReplica reads one replica group of the list form. keep is false for a group of zero
-// replicas, which today's TfJob cannot hold; defaultPS is true when the group got the standard
-// TensorFlow server for want of a template.
-func listReplica(path string, v any, psImage string, w *warnings) (r v1beta1.TfReplicaSpec, keep, defaultPS bool, err error) {
-	g, err := object(path, v)
+// group reads one replica group of the list form. keep is false for a group of zero replicas,
+// which today's kinds cannot hold; portDefaulted is true when the group had no port and got
+// the form's default.
+func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulted bool, err error) {
+	f, err := object(path, v)
 	if err != nil {
-		return r, false, false, err
+		return g, false, false, err
 	}
-	typ, typPath, ok, err := g.str("tfReplicaType", "tf_replica_type")
+	list, form, keys := &r.kind.list, r.form, r.kind.list.keys
+	typ, typPath, ok, err := f.str(keys.typ...)
 	if err != nil {
-		return r, false, false, err
+		return g, false, false, err
 	}
 	switch {
+	case (!ok || typ == "") && form.defaultType == "":
+		return g, false, false, fmt.Errorf("%s.%s is missing: it is one of %s", path, keys.typ[0], strings.Join(list.types, ", "))
 	case !ok || typ == "":
-		r.TfReplicaType = v1beta1.TfReplicaMaster
-		key := "tfReplicaType"
-		if strings.Contains(path, "replica_specs") {
-			key = "tf_replica_type"
+		g.typ = form.defaultType
+		key := keys.typ[0]
+		if r.snake {
+			key = keys.typ[len(keys.typ)-1]
 		}
-		w.add("%s has no %s: it is a MASTER, the old operators' default", path, key)
-	case isOneOf(v1beta1.TfReplicaType(typ), oldReplicaTypes):
-		r.TfReplicaType = v1beta1.TfReplicaType(typ)
+		r.w.add("%s has no %s: it is a %s, %s default", path, key, g.typ, possessive(form.operator))
+	case slices.Contains(list.types, typ):
+		g.typ = typ
 	default:
-		return r, false, false, fmt.Errorf("%s: %q is not one of %s", typPath, typ, typeList(oldReplicaTypes))
+		return g, false, false, fmt.Errorf("%s: %q is not one of %s", typPath, typ, strings.Join(list.types, ", "))
 	}
 
-	replicas, _, ok, err := g.integer(0, math.MaxInt32, "replicas")
+	// No old operator had a restartPolicy in a group, but a manifest half-way to today's may.
+	if err := g.readCommon(f); err != nil {
+		return g, false, false, err
+	}
+	port, _, ok, err := f.integer(1, 65535, keys.port...)
 	if err != nil {
-		return r, false, false, err
+		return g, false, false, err
 	}
 	if !ok {
-		replicas = 1
+		port, portDefaulted = int64(form.defaultPort), true
 	}
-	r.Replicas = int32(replicas)
+	g.port = int32(port)
+	f.lookup(keys.ignored...)
 
-	port, _, ok, err := g.integer(1, 65535, "tfPort", "tf_port")
+	tmpl, tmplPath, ok, err := f.raw("template")
 	if err != nil {
-		return r, false, false, err
-	}
-	if !ok {
-		port = int64(v1beta1.DefaultTfPort)
-	}
-	r.TfPort = int32(port)
-
-	// No old operator had a restartPolicy here, but a manifest half-way to today's may.
-	policy, policyPath, hasPolicy, err := g.str("restartPolicy")
-	if err != nil {
-		return r, false, false, err
-	}
-	if hasPolicy {
-		if r.RestartPolicy, err = restartPolicy(policyPath, policy); err != nil {
-			return r, false, false, err
-		}
-	}
-	g.lookup("IsDefaultPS", "isDefaultPS", "is_default_ps") // the old operator's own bookkeeping
-
-	tmpl, tmplPath, ok, err := g.raw("template")
-	if err != nil {
-		return r, false, false, err
+		return g, false, false, err
 	}
 	switch {
 	case ok:
-		if r.Template, err = podTemplate(tmplPath, tmpl, w); err != nil {
-			return r, false, false, err
+		if g.template, err = podTemplate(tmplPath, tmpl, r.w); err != nil {
+			return g, false, false, err
 		}
-		if p := r.Template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyAlways && p != corev1.RestartPolicyOnFailure && p != corev1.RestartPolicyNever {
-			return r, false, false, fmt.Errorf("%s.spec.restartPolicy: %q is not one of Always, OnFailure, Never", tmplPath, p)
+		if p := g.template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyAlways && p != corev1.RestartPolicyOnFailure && p != corev1.RestartPolicyNever {
+			return g, false, false, fmt.Errorf("%s.spec.restartPolicy: %q is not one of Always, OnFailure, Never", tmplPath, p)
 		}
-	case r.TfReplicaType == v1beta1.TfReplicaPS:
-		r.Template = defaultPSTemplate(psImage)
-		defaultPS = true
-		if r.RestartPolicy == "" {
-			r.RestartPolicy = v1beta1.RestartPolicyOnFailure // the old default PS pod's
-		}
-		w.add("%s (PS) has no template: it runs TensorFlow's standard server, as the old operator did "+
-			"(container tensorflow, image %s, `python -c` on a script that serves this replica's task from TF_CONFIG, restartPolicy %s); "+
-			"a cluster that cannot pull that image, such as devctl's offline kind cluster, needs a template of the group's own",
-			path, psImage, r.RestartPolicy)
+	case list.defaultTemplate != nil && list.defaultTemplate(r, path, &g):
 	default:
-		return r, false, false, fmt.Errorf("%s.template is missing: only a PS group may leave it out (it then runs TensorFlow's standard server)", path)
+		return g, false, false, fmt.Errorf("%s.template is missing: %s", path, list.missingTemplate)
 	}
 
-	w.dropped(g.unread(), "today's TfJob replica groups have no such fields")
-	if r.Replicas == 0 {
-		w.add("%s (%s) has replicas: 0: left out, as today's TfJob runs at least one replica per group", path, r.TfReplicaType)
-		return r, false, defaultPS, nil
+	r.w.dropped(f.unread(), fmt.Sprintf("today's %s replica groups have no such fields", r.kind.Name))
+	if g.replicas == 0 {
+		r.w.add("%s (%s) has replicas: 0: left out, as today's %s runs at least one replica per group", path, g.typ, r.kind.Name)
+		return g, false, portDefaulted, nil
 	}
-	return r, true, defaultPS, nil
+	return g, true, portDefaulted, nil
+}
+
+// terminationPolicy reads the choice of the replica whose exit ends the job, which today's
+// kinds fix (the kind's deciders), and says when the old choice, or the old default, differs.
+func (r *listRead) terminationPolicy() error {
+	k, keys := r.kind, r.kind.list.keys
+	var types []string
+	for _, g := range r.groups {
+		types = append(types, g.typ)
+	}
+	decider := k.decider(types)
+	tp, ok, err := r.spec.object(keys.terminationPolicy...)
+	if err != nil || len(keys.terminationPolicy) == 0 {
+		return err
+	}
+	if !ok {
+		if r.form.decider != "" && r.form.decider != decider {
+			r.w.add("%s ended the job when %s 0 exited (its default terminationPolicy), which today's %s cannot express: %s%s",
+				r.form.operator, r.form.decider, k.Name, k.decides, r.now(decider))
+		}
+		return nil
+	}
+	chief, ok, err := tp.object("chief")
+	if err != nil {
+		return err
+	}
+	r.w.dropped(tp.unread(), fmt.Sprintf("today's %s has no such fields", k.Name))
+	if !ok {
+		return nil
+	}
+	name, _, _, err := chief.str(keys.replicaName...)
+	if err != nil {
+		return err
+	}
+	index, _, _, err := chief.integer(0, math.MaxInt32, keys.replicaIndex...)
+	if err != nil {
+		return err
+	}
+	r.w.dropped(chief.unread(), fmt.Sprintf("today's %s has no such fields", k.Name))
+	if decider != "" && strings.EqualFold(name, decider) && index == 0 {
+		return nil // what today's kind does anyway
+	}
+	r.w.add("%s names %s %d as the replica whose exit ends the job, which today's %s cannot express: %s%s%s",
+		chief.path, orUnset(name), index, k.Name, k.decides, r.now(decider), k.advice)
+	return nil
+}
+
+// now says which replica decides the converted job, where the kind's rule has a choice.
+func (r *listRead) now(decider string) string {
+	switch {
+	case len(r.kind.deciders) < 2:
+		return ""
+	case decider == "":
+		return " (no group can decide as the job stands)"
+	}
+	return fmt.Sprintf(" (here %s 0)", decider)
 }
 
 // warnMoved tells of the restartPolicy values moved from pod templates to their groups. The
@@ -236,7 +352,26 @@ func warnMoved(moved map[corev1.RestartPolicy][]string, w *warnings) {
 	}
 }
 
-// restartPolicy reads a replica group's restartPolicy, as today's TfJob and Kubeflow spell it,
+// readCommon reads what a replica group has in every form: replicas (1 when unset) and a
+// restartPolicy.
+func (g *replicaGroup) readCommon(f *fields) error {
+	replicas, _, ok, err := f.integer(0, math.MaxInt32, "replicas")
+	if err != nil {
+		return err
+	}
+	g.replicas = 1
+	if ok {
+		g.replicas = int32(replicas)
+	}
+	if policy, path, ok, err := f.str("restartPolicy"); err != nil || !ok {
+		return err
+	} else if g.policy, err = restartPolicy(path, policy); err != nil {
+		return err
+	}
+	return nil
+}
+
+// restartPolicy reads a replica group's restartPolicy, as today's kinds and Kubeflow spell it,
 // or a pod's (Always, OnFailure, Never).
 func restartPolicy(path, s string) (v1beta1.RestartPolicy, error) {
 	switch p := v1beta1.RestartPolicy(s); p {
@@ -246,37 +381,15 @@ func restartPolicy(path, s string) (v1beta1.RestartPolicy, error) {
 	return "", fmt.Errorf("%s: %q is not one of ExitCode, OnFailure, Never, Always", path, s)
 }
 
-// listCleanPodPolicy reads kubeflow.org/v1alpha1's cleanPodPolicy (CleanAll, CleanRunning,
-// CleanNone; the later names are taken too), under one of names; "" when unset.
-func listCleanPodPolicy(spec *fields, names ...string) (v1beta1.CleanPodPolicy, error) {
-	s, path, ok, err := spec.str(names...)
-	if err != nil || !ok {
-		return "", err
-	}
-	return cleanPodPolicy(path, s)
-}
-
-func cleanPodPolicy(path, s string) (v1beta1.CleanPodPolicy, error) {
-	switch strings.TrimPrefix(s, "Clean") {
-	case "All":
-		return v1beta1.CleanPodPolicyAll, nil
-	case "Running":
-		return v1beta1.CleanPodPolicyRunning, nil
-	case "None":
-		return v1beta1.CleanPodPolicyNone, nil
-	}
-	return "", fmt.Errorf("%s: %q is not one of All, Running, None", path, s)
-}
-
 // schedulerName moves kubeflow.org/v1alpha1's job-wide schedulerName into every pod template,
 // where Kubernetes reads it.
-func schedulerName(spec *fields, templates []*corev1.PodTemplateSpec, w *warnings) error {
+func schedulerName(spec *fields, groups []replicaGroup, w *warnings) error {
 	name, path, ok, err := spec.str("schedulerName")
 	if err != nil || !ok || name == "" {
 		return err
 	}
-	for _, t := range templates {
-		if t.Spec.SchedulerName == "" {
+	for i := range groups {
+		if t := &groups[i].template; t.Spec.SchedulerName == "" {
 			t.Spec.SchedulerName = name
 		}
 	}
@@ -284,19 +397,13 @@ func schedulerName(spec *fields, templates []*corev1.PodTemplateSpec, w *warning
 	return nil
 }
 
-func isOneOf(t v1beta1.TfReplicaType, types []v1beta1.TfReplicaType) bool {
-	for _, u := range types {
-		if t == u {
-			return true
-		}
+// possessive is "the fork's" or "the old operators'"; "" (today's API) is "today's".
+func possessive(operator string) string {
+	switch {
+	case operator == "":
+		return "today's"
+	case strings.HasSuffix(operator, "s"):
+		return operator + "'"
 	}
-	return false
-}
-
-func typeList(types []v1beta1.TfReplicaType) string {
-	s := make([]string, len(types))
-	for i, t := range types {
-		s[i] = string(t)
-	}
-	return strings.Join(s, ", ")
+	return operator + "'s"
 }

@@ -7,35 +7,13 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// mxGroup is what a test expects of one converted MXJob replica group.
-type mxGroup struct {
-	typ      v1beta1.MXReplicaType
-	replicas int32
-	port     int32
-	policy   v1beta1.RestartPolicy
-}
-
 // mx is the MXJob of a result.
 func mx(res *Result) *v1beta1.MXJob { return res.Job.(*v1beta1.MXJob) }
-
-func mxGroupsOf(job *v1beta1.MXJob) []mxGroup {
-	var out []mxGroup
-	for _, r := range job.Spec.ReplicaSpecs {
-		out = append(out, mxGroup{r.MXReplicaType, r.Replicas, r.Port, r.RestartPolicy})
-	}
-	return out
-}
 
 const mxTmpl = "{spec: {containers: [{name: mxnet, image: x}]}}"
 
 func TestMXJobFormsAndDefaults(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		manifest string
-		from     string
-		groups   []mxGroup
-		warnings [][]string // each: parts one warning holds
-	}{{
+	checkForms(t, []formCase{{
 		name: "the fork: no type is the SCHEDULER, no mxPort is 9000, the template's restartPolicy moves up",
 		manifest: `
 apiVersion: fioravanzo.org/v1alpha1
@@ -47,7 +25,7 @@ spec:
   - {mxReplicaType: SERVER, replicas: 2, template: ` + mxTmpl + `}
   - {mxReplicaType: WORKER, replicas: 3, template: ` + mxTmpl + `}`,
 		from:   "fioravanzo.org/v1alpha1 MXJob",
-		groups: []mxGroup{{"SCHEDULER", 1, 9000, "OnFailure"}, {"SERVER", 2, 9000, ""}, {"WORKER", 3, 9000, ""}},
+		groups: []group{{"SCHEDULER", 1, 9000, "OnFailure"}, {"SERVER", 2, 9000, ""}, {"WORKER", 3, 9000, ""}},
 		warnings: [][]string{
 			{"spec.replicaSpecs[0] has no mxReplicaType: it is a SCHEDULER, the fork's default"},
 			{"no mxPort, so 9000, the fork's default"},
@@ -64,7 +42,7 @@ spec:
   - {mxReplicaType: WORKER, mxPort: 9001, template: ` + mxTmpl + `}
   - {mxReplicaType: SCHEDULER, mxPort: 9000, template: ` + mxTmpl + `}`,
 		from:   "fioravanzo.org/v1alpha1 MXJob",
-		groups: []mxGroup{{"WORKER", 1, 9001, ""}, {"SCHEDULER", 1, 9000, ""}},
+		groups: []group{{"WORKER", 1, 9001, ""}, {"SCHEDULER", 1, 9000, ""}},
 		warnings: [][]string{
 			{"replica 0 of the first group (here WORKER) as DMLC_PS_ROOT_URI"},
 			{"different ports (SCHEDULER on 9000, WORKER on 9001)", "DMLC_PS_ROOT_PORT"},
@@ -83,7 +61,7 @@ spec:
   - {mxReplicaType: SERVER, psRootPort: 9092, template: ` + mxTmpl + `}
   - {template: ` + mxTmpl + `}`,
 		from:   "kubeflow.org/v1alpha1 MXJob",
-		groups: []mxGroup{{"SCHEDULER", 1, 9000, ""}, {"SERVER", 1, 9092, ""}, {"WORKER", 1, 9091, ""}},
+		groups: []group{{"SCHEDULER", 1, 9000, ""}, {"SERVER", 1, 9092, ""}, {"WORKER", 1, 9091, ""}},
 		warnings: [][]string{
 			{"spec.replicaSpecs[2] has no mxReplicaType: it is a WORKER, Kubeflow's v1alpha1 operator's default"},
 			{"ended the job when WORKER 0 exited", "SCHEDULER"},
@@ -101,7 +79,7 @@ spec:
     SCHEDULER: {template: {spec: {containers: [{name: mxnet, image: x, ports: [{name: mxjob-port, containerPort: 9990}]}]}}}
     Server: {replicas: 0, template: ` + mxTmpl + `}`,
 		from:   "kubeflow.org/v1 MXJob",
-		groups: []mxGroup{{"SCHEDULER", 1, 9990, "Never"}, {"WORKER", 2, 9091, "OnFailure"}},
+		groups: []group{{"SCHEDULER", 1, 9990, "Never"}, {"WORKER", 2, 9091, "OnFailure"}},
 		warnings: [][]string{
 			{"spec.mxReplicaSpecs.SCHEDULER and spec.mxReplicaSpecs.Server: no restartPolicy, so Never"},
 			{"spec.mxReplicaSpecs.Server has replicas: 0: left out, as today's MXJob runs at least one replica per group"},
@@ -118,7 +96,7 @@ spec:
   mxReplicaSpecs:
     Scheduler: {restartPolicy: ExitCode, template: ` + mxTmpl + `}`,
 		from:   "kubeflow.org/v1beta1 MXJob",
-		groups: []mxGroup{{"SCHEDULER", 1, 9091, "ExitCode"}},
+		groups: []group{{"SCHEDULER", 1, 9091, "ExitCode"}},
 	}, {
 		name: "mlkube.io/v1beta1 MXJob that is not quite today's: mxPort, restartPolicy in a template",
 		manifest: `
@@ -129,33 +107,9 @@ spec:
   replicaSpecs:
   - {mxReplicaType: SCHEDULER, mxPort: 9000, template: {spec: {containers: [{name: mxnet, image: x}], restartPolicy: Never}}}`,
 		from:     "mlkube.io/v1beta1 MXJob (not in today's form)",
-		groups:   []mxGroup{{"SCHEDULER", 1, 9000, "Never"}},
+		groups:   []group{{"SCHEDULER", 1, 9000, "Never"}},
 		warnings: [][]string{{"converted mlkube.io/v1beta1 MXJob (not in today's form) to today's form"}},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			res := mustConvert(t, tc.manifest)
-			if res.From != tc.from {
-				t.Errorf("From = %q, want %q", res.From, tc.from)
-			}
-			got := mxGroupsOf(mx(res))
-			if len(got) != len(tc.groups) {
-				t.Fatalf("groups = %v, want %v", got, tc.groups)
-			}
-			for i := range got {
-				if got[i] != tc.groups[i] {
-					t.Errorf("group %d = %+v, want %+v", i, got[i], tc.groups[i])
-				}
-			}
-			if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], tc.from) {
-				t.Errorf("the first warning does not tell of the conversion: %q", res.Warnings)
-			}
-			for _, parts := range tc.warnings {
-				if !hasWarning(res, parts...) {
-					t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
-				}
-			}
-		})
-	}
+	}})
 }
 
 func TestMXJobCurrentPassesThroughUnchanged(t *testing.T) {
@@ -171,15 +125,15 @@ spec:
 	if res.From != "" || len(res.Warnings) != 0 {
 		t.Fatalf("From %q, warnings %q; want a pass-through", res.From, res.Warnings)
 	}
-	got := mxGroupsOf(mx(res))
-	want := []mxGroup{{"SCHEDULER", 0, 0, ""}, {"WORKER", 2, 9999, "Never"}} // nothing filled in
+	got := groupsOf(t, res.Job)
+	want := []group{{"SCHEDULER", 0, 0, ""}, {"WORKER", 2, 9999, "Never"}} // nothing filled in
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("groups = %v, want %v", got, want)
 	}
 }
 
-// What today's MXJob would refuse is warned of, with what to change; nothing is renamed, as
-// the old MXJob operators required a container named mxnet too.
+// What the apiserver would refuse in a converted MXJob is warned of, in its words; nothing is
+// renamed, as the old MXJob operators required a container named mxnet too.
 func TestMXJobWhatValidationWouldRefuseIsWarned(t *testing.T) {
 	res := mustConvert(t, `
 apiVersion: fioravanzo.org/v1alpha1
@@ -191,16 +145,14 @@ spec:
   - {mxReplicaType: SCHEDULER, replicas: 2, template: {spec: {containers: [{name: mxnet-scheduler, image: x}]}}}
   - {mxReplicaType: SERVER, template: `+mxTmpl+`}
   - {mxReplicaType: SERVER, template: `+mxTmpl+`}`)
-	for _, parts := range [][]string{
-		{`metadata.name "Mx_Job"`},
-		{"the SCHEDULER group has 2 replicas", "set replicas: 1"},
-		{"the SCHEDULER group's pod has no container named mxnet (it has mxnet-scheduler)", "as the old MXJob operators did"},
-		{"2 SERVER groups", "merge them"},
-		{"spec.terminationPolicy.chief names WORKER 1", "the SCHEDULER decides"},
-	} {
-		if !hasWarning(res, parts...) {
-			t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
-		}
+	assertRefusals(t, res,
+		[]string{"metadata.name: a lowercase RFC 1123 subdomain", `(got "Mx_Job")`},
+		[]string{"spec.replicaSpecs[0]: the SCHEDULER group has exactly one replica: set replicas: 1"},
+		[]string{"spec.replicaSpecs[0]: template.spec.containers needs a container named 'mxnet'"},
+		[]string{"spec.replicaSpecs[2]: Duplicate value", `"mxReplicaType":"SERVER"`},
+	)
+	if !hasWarning(res, "spec.terminationPolicy.chief names WORKER 1", "the SCHEDULER decides") {
+		t.Errorf("no warning about terminationPolicy; warnings:\n%s", strings.Join(res.Warnings, "\n"))
 	}
 	if c := mx(res).Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Name; c != "mxnet-scheduler" {
 		t.Errorf("container renamed to %q", c)
@@ -213,13 +165,9 @@ spec:
   jobMode: local
   replicaSpecs:
   - {mxReplicaType: WORKER, template: `+mxTmpl+`}`)
-	for _, parts := range [][]string{
-		{"the job has no SCHEDULER group", "add one"},
-		{"dropped spec.jobMode: local", "without a scheduler"},
-	} {
-		if !hasWarning(noScheduler, parts...) {
-			t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(noScheduler.Warnings, "\n"))
-		}
+	assertRefusals(t, noScheduler, []string{"spec: replicaSpecs needs a SCHEDULER group"})
+	if !hasWarning(noScheduler, "dropped spec.jobMode: local", "without a scheduler") {
+		t.Errorf("no warning about jobMode; warnings:\n%s", strings.Join(noScheduler.Warnings, "\n"))
 	}
 }
 

@@ -8,11 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // samplesDir is the repository's samples/, from this package's directory.
@@ -24,7 +19,7 @@ type sample struct {
 	res  *Result
 }
 
-// samples converts every TfJob and MXJob of samples/**/*.yaml.
+// samples converts every job of samples/**/*.yaml, of any kind.
 func samples(t *testing.T) []sample {
 	t.Helper()
 	var out []sample
@@ -40,7 +35,7 @@ func samples(t *testing.T) []sample {
 		if err != nil {
 			return err
 		}
-		if doc, err := parse(data); err == nil && !strings.EqualFold(fmt.Sprint(doc["kind"]), "TfJob") && !strings.EqualFold(fmt.Sprint(doc["kind"]), "MXJob") {
+		if doc, err := parse(data); err == nil && !isJob(fmt.Sprint(doc["kind"])) {
 			t.Logf("samples/%s is a %v, not a job: left out", rel, doc["kind"])
 			return nil
 		}
@@ -61,6 +56,16 @@ func samples(t *testing.T) []sample {
 	return out
 }
 
+// isJob tells a job's kind, today's or an old one, from other objects' (a sample's Secret).
+func isJob(kind string) bool {
+	for _, k := range jobKinds {
+		if strings.EqualFold(kind, k.Name) || k.kubeflow != nil && strings.EqualFold(kind, k.kubeflow.kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // legacySamples are the samples in the old formats and the groups they must convert to.
 var legacySamples = map[string]struct {
 	from   string
@@ -77,6 +82,9 @@ func TestSamples(t *testing.T) {
 	for _, s := range samples(t) {
 		t.Run(s.path, func(t *testing.T) {
 			assertCurrent(t, s.res)
+			if len(s.res.Invalid) != 0 {
+				t.Errorf("the apiserver would refuse samples/%s: %v", s.path, s.res.Invalid)
+			}
 			data, err := os.ReadFile(filepath.Join(samplesDir, s.path))
 			if err != nil {
 				t.Fatal(err)
@@ -96,15 +104,15 @@ func TestSamples(t *testing.T) {
 				t.Errorf("From %q with %d warnings, want %q with warnings", s.res.From, len(s.res.Warnings), want.from)
 			}
 			var groups []string
-			eachGroup(s.res.Job, func(typ string, replicas int32, tmpl *corev1.PodTemplateSpec) {
-				groups = append(groups, typ+"×"+strconv.Itoa(int(replicas)))
-				for _, c := range tmpl.Spec.Containers {
+			for _, g := range s.res.Job.Groups() {
+				groups = append(groups, g.Type+"×"+strconv.Itoa(int(g.Replicas)))
+				for _, c := range g.Template.Spec.Containers {
 					// Runnable in the offline kind cluster: the trainer image, and nothing to pull.
 					if c.Image != "mlkube/trainer:dev" || c.ImagePullPolicy != "IfNotPresent" {
-						t.Errorf("%s container %s: image %s, pull policy %q", typ, c.Name, c.Image, c.ImagePullPolicy)
+						t.Errorf("%s container %s: image %s, pull policy %q", g.Type, c.Name, c.Image, c.ImagePullPolicy)
 					}
 				}
-			})
+			}
 			if got := strings.Join(groups, " "); got != want.groups {
 				t.Errorf("groups %s, want %s", got, want.groups)
 			}
@@ -114,20 +122,6 @@ func TestSamples(t *testing.T) {
 	for path := range legacySamples {
 		if !seen[path] {
 			t.Errorf("samples/%s is missing", path)
-		}
-	}
-}
-
-// eachGroup calls f with each replica group of a job of either kind, in spec order.
-func eachGroup(job client.Object, f func(typ string, replicas int32, tmpl *corev1.PodTemplateSpec)) {
-	switch job := job.(type) {
-	case *v1beta1.TfJob:
-		for i, r := range job.Spec.ReplicaSpecs {
-			f(string(r.TfReplicaType), r.Replicas, &job.Spec.ReplicaSpecs[i].Template)
-		}
-	case *v1beta1.MXJob:
-		for i, r := range job.Spec.ReplicaSpecs {
-			f(string(r.MXReplicaType), r.Replicas, &job.Spec.ReplicaSpecs[i].Template)
 		}
 	}
 }

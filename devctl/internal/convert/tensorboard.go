@@ -13,22 +13,25 @@ type oldTensorboard struct {
 	logDir, image, serviceType string
 	volumes                    []corev1.Volume
 	volumeMounts               []corev1.VolumeMount
-	fromTfImage                bool
+	podLabels, podAnnotations  map[string]string
 	dropped                    []string
 }
 
 func (t *oldTensorboard) spec() *v1beta1.TensorboardSpec {
 	return &v1beta1.TensorboardSpec{
-		LogDir:       t.logDir,
-		Image:        t.image,
-		ServiceType:  corev1.ServiceType(t.serviceType),
-		Volumes:      t.volumes,
-		VolumeMounts: t.volumeMounts,
+		LogDir:         t.logDir,
+		Image:          t.image,
+		ServiceType:    corev1.ServiceType(t.serviceType),
+		Volumes:        t.volumes,
+		VolumeMounts:   t.volumeMounts,
+		PodLabels:      t.podLabels,
+		PodAnnotations: t.podAnnotations,
 	}
 }
 
 // listTensorboard reads the TensorBoard section of the list form: logDir, volumes,
-// volumeMounts and serviceType, in either spelling.
+// volumeMounts and serviceType, in either spelling, and what today's adds (podLabels,
+// podAnnotations).
 func listTensorboard(spec *fields) (*oldTensorboard, error) {
 	tb, ok, err := spec.object("tensorboard", "tensorBoard", "tensor_board")
 	if err != nil || !ok {
@@ -58,37 +61,25 @@ func listTensorboard(spec *fields) (*oldTensorboard, error) {
 			return nil, fmt.Errorf("%s: %q is not one of ClusterIP, NodePort, LoadBalancer", stPath, st)
 		}
 	}
-	if v, path, ok, err := tb.raw("volumes"); err != nil {
-		return nil, err
-	} else if ok {
-		dropped, err := decode(path, v, &t.volumes)
-		if err != nil {
+	for _, part := range []struct {
+		keys []string
+		into any
+	}{
+		{[]string{"volumes"}, &t.volumes},
+		{[]string{"volumeMounts", "volume_mounts"}, &t.volumeMounts},
+		{[]string{"podLabels"}, &t.podLabels},
+		{[]string{"podAnnotations"}, &t.podAnnotations},
+	} {
+		if v, path, ok, err := tb.raw(part.keys...); err != nil {
 			return nil, err
+		} else if ok {
+			dropped, err := decode(path, v, part.into)
+			if err != nil {
+				return nil, err
+			}
+			t.dropped = append(t.dropped, dropped...)
 		}
-		t.dropped = append(t.dropped, dropped...)
-	}
-	if v, path, ok, err := tb.raw("volumeMounts", "volume_mounts"); err != nil {
-		return nil, err
-	} else if ok {
-		dropped, err := decode(path, v, &t.volumeMounts)
-		if err != nil {
-			return nil, err
-		}
-		t.dropped = append(t.dropped, dropped...)
 	}
 	t.dropped = append(t.dropped, tb.unread()...)
 	return &t, nil
-}
-
-// tfImageUses says what spec.tfImage ran in the converted job, for the warning about it.
-func tfImageUses(defaultPS, tensorboard bool) string {
-	switch {
-	case defaultPS && tensorboard:
-		return "the parameter servers of the PS group without a template and TensorBoard"
-	case defaultPS:
-		return "the parameter servers of the PS group without a template"
-	case tensorboard:
-		return "TensorBoard"
-	}
-	return ""
 }

@@ -11,25 +11,16 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// YAML prints job (a TfJob or an MXJob) as a manifest to keep and apply: apiVersion and kind
-// set, and none of what a cluster adds (status, uid, resourceVersion, creationTimestamp,
-// managedFields, ...) or what the Go types print when empty (creationTimestamp: null,
-// resources: {}, metadata: {}).
+// YAML prints job (of any kind) as a manifest to keep and apply: apiVersion and kind set, and
+// none of what a cluster adds (status, uid, resourceVersion, creationTimestamp, managedFields,
+// ...) or what the Go types print when empty (creationTimestamp: null, resources: {},
+// metadata: {}).
 func YAML(job client.Object) ([]byte, error) {
-	var j any
-	switch job := job.(type) {
-	case *v1beta1.TfJob:
-		c := &v1beta1.TfJob{ObjectMeta: keptMeta(job), Spec: job.Spec}
-		c.APIVersion, c.Kind = v1beta1.GroupVersion.String(), "TfJob"
-		j = c
-	case *v1beta1.MXJob:
-		c := &v1beta1.MXJob{ObjectMeta: keptMeta(job), Spec: job.Spec}
-		c.APIVersion, c.Kind = v1beta1.GroupVersion.String(), "MXJob"
-		j = c
-	default:
-		return nil, fmt.Errorf("cannot print a %T: it is no TfJob or MXJob", job)
+	k := v1beta1.KindOf(job)
+	if k == nil {
+		return nil, fmt.Errorf("cannot print a %T: it is no job of mlkube's", job)
 	}
-	data, err := json.Marshal(j)
+	data, err := json.Marshal(job)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +29,14 @@ func YAML(job client.Object) ([]byte, error) {
 		return nil, err
 	}
 	m, _ := tree.(map[string]any)
+	meta, err := json.Marshal(keptMeta(job))
+	if err != nil {
+		return nil, err
+	}
+	if m["metadata"], err = parseJSON(meta); err != nil {
+		return nil, err
+	}
+	m["apiVersion"], m["kind"] = v1beta1.GroupVersion.String(), k.Name
 	delete(m, "status")
 	tidy(m)
 	if data, err = json.Marshal(m); err != nil {

@@ -1,0 +1,196 @@
+package convert
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// jobKind is what the readers know of one of today's kinds: v1beta1's description of it, where
+// its replica groups keep their type and port, which replica decides the job, and the old forms
+// it was written in. The readers are the same for every kind; this is all that differs.
+type jobKind struct {
+	*v1beta1.Kind
+	facts
+}
+
+// facts are a kind's part of the table below.
+type facts struct {
+	// typeKey and portKey are today's keys of a replica group's type and port: tfReplicaType.
+	typeKey, portKey string
+	// defaultPort is today's default port.
+	defaultPort int32
+	// deciders are the types whose replica 0 ends the job today, the first present winning;
+	// decides says the rule in words, and advice what to do when an old job wanted another.
+	deciders        []string
+	decides, advice string
+	// tensorboard: today's kind has spec.tensorboard, which the list form had too.
+	tensorboard bool
+	// list describes the replica list form (spec.replicaSpecs) of today's API and older ones.
+	list listKind
+	// kubeflow describes Kubeflow's form (kubeflow.org/v1 and its betas); nil when Kubeflow
+	// had no such kind.
+	kubeflow *kubeflowKind
+}
+
+// table holds the facts of each kind by its name. Every kind of v1beta1.Kinds must have them
+// (kinds panics otherwise, and TestEveryKindHasFacts says so sooner).
+var table = map[string]facts{
+	"TfJob": {
+		typeKey: "tfReplicaType", portKey: "tfPort", defaultPort: v1beta1.DefaultTfPort,
+		deciders:    []string{"MASTER", "CHIEF", "WORKER"},
+		decides:     "the MASTER or CHIEF decides, or else worker 0",
+		advice:      ". To keep the old behaviour, make that replica the MASTER group (one replica)",
+		tensorboard: true,
+		list:        tfList,
+		kubeflow: &kubeflowKind{
+			kind: "TFJob", versions: []string{"v1", "v1beta2", "v1beta1", "v1alpha2"}, specsKey: "tfReplicaSpecs",
+			types:    []kubeflowType{{"Chief", "CHIEF"}, {"Master", "MASTER"}, {"Worker", "WORKER"}, {"PS", "PS"}, {"Evaluator", "EVALUATOR"}},
+			portName: "tfjob-port", port: v1beta1.DefaultTfPort, restartPolicy: v1beta1.RestartPolicyNever,
+			dropped: []droppedField{
+				{key: "successPolicy", kind: "string", why: "mlkube ends the job when its MASTER or CHIEF succeeds, or else worker 0; it cannot wait for every worker"},
+				{key: "enableDynamicWorker", kind: "bool", why: "a TfJob's replica groups cannot change once it runs (every replica's TF_CONFIG names all the others)"},
+			},
+		},
+	},
+	"MXJob": {
+		typeKey: "mxReplicaType", portKey: "port", defaultPort: v1beta1.DefaultMXPort,
+		deciders: []string{"SCHEDULER"},
+		decides:  "the SCHEDULER decides (MXNet's scheduler exits once every worker has finished)",
+		list:     mxList,
+		kubeflow: &kubeflowKind{
+			kind: "MXJob", versions: []string{"v1", "v1beta1", "v1alpha2"}, specsKey: "mxReplicaSpecs",
+			types:    []kubeflowType{{"Scheduler", "SCHEDULER"}, {"Server", "SERVER"}, {"Worker", "WORKER"}},
+			portName: "mxjob-port", port: v1beta1.DefaultMXPort, restartPolicy: v1beta1.RestartPolicyNever,
+			checkSpec: kubeflowJobMode,
+			otherMode: otherMode{types: []string{"TunerTracker", "TunerServer", "Tuner"},
+				why: "is a replica of jobMode MXTune, TVM auto-tuning, which mlkube does not run: an MXJob trains, with Scheduler, Server and Worker replicas"},
+		},
+	},
+	"PyTorchJob": {
+		typeKey: "pytorchReplicaType", portKey: "port", defaultPort: v1beta1.DefaultPyTorchPort,
+		deciders: []string{"MASTER"},
+		decides:  "the MASTER (rank 0) decides",
+		list: listKind{
+			keys:            listKeys{specs: []string{"replicaSpecs"}, typ: []string{"pytorchReplicaType"}, port: []string{"port"}},
+			types:           []string{"MASTER", "WORKER"},
+			forms:           []listForm{todaysForm("PyTorchJob", v1beta1.DefaultPyTorchPort)},
+			missingTemplate: "every replica group needs the pod it runs",
+		},
+		kubeflow: &kubeflowKind{
+			kind: "PyTorchJob", versions: []string{"v1", "v1beta2", "v1beta1", "v1alpha2"}, specsKey: "pytorchReplicaSpecs",
+			types:    []kubeflowType{{"Master", "MASTER"}, {"Worker", "WORKER"}},
+			portName: "pytorchjob-port", port: v1beta1.DefaultPyTorchPort, restartPolicy: v1beta1.RestartPolicyOnFailure,
+			dropped: []droppedField{
+				{key: "elasticPolicy", why: "mlkube runs a fixed number of replicas, one node each: torchrun's elastic rendezvous " +
+					"(minReplicas, maxReplicas, rdzvBackend, maxRestarts, metrics) has no equivalent; the job's replicas are the groups' replicas"},
+				{key: "nprocPerNode", why: "mlkube runs one process per pod (PET_NPROC_PER_NODE is 1); to run more, " +
+					"start them with torchrun --nproc-per-node in the pytorch container's command"},
+			},
+		},
+	},
+}
+
+// jobKinds are today's kinds with their facts, in v1beta1.Kinds' order.
+var jobKinds = kinds()
+
+func kinds() []*jobKind {
+	var out []*jobKind
+	for _, k := range v1beta1.Kinds {
+		f, ok := table[k.Name]
+		if !ok {
+			panic(fmt.Sprintf("convert: no facts for %s: add it to the table in kinds.go", k.Name))
+		}
+		out = append(out, &jobKind{Kind: k, facts: f})
+	}
+	return out
+}
+
+// kindOf is the jobKind of a job.
+func kindOf(job v1beta1.Job) *jobKind {
+	k := v1beta1.KindOf(job)
+	for _, jk := range jobKinds {
+		if jk.Kind == k {
+			return jk
+		}
+	}
+	return nil
+}
+
+// decider is the type whose replica 0 ends a job of these types today; "" when none can.
+func (k *jobKind) decider(types []string) string {
+	for _, d := range k.deciders {
+		if slices.Contains(types, d) {
+			return d
+		}
+	}
+	return ""
+}
+
+// tfList is TfJob's list form: the first TensorFlow operator's mlkube.io/v1beta1 of 2017 (first
+// in snake_case, then camelCase) and its successors, tensorflow.org/v1alpha1 and Kubeflow's
+// kubeflow.org/v1alpha1. Manifests of that time mixed the spellings (Kubeflow's own README had
+// replica_specs beside tfPort), so every spelling is read in every form. The old operators'
+// defaults (their SetDefaults_TfJob): a group without tfReplicaType is the MASTER, replicas is
+// 1, tfPort is 2222, and a PS group without a template runs TensorFlow's standard server in
+// spec.tfImage. The types were MASTER, WORKER and PS.
+var tfList = listKind{
+	keys: listKeys{
+		specs: []string{"replicaSpecs", "replica_specs"}, typ: []string{"tfReplicaType", "tf_replica_type"},
+		port: []string{"tfPort", "tf_port"}, image: []string{"tfImage", "tf_image"},
+		terminationPolicy: []string{"terminationPolicy", "termination_policy"},
+		replicaName:       []string{"replicaName", "replica_name"}, replicaIndex: []string{"replicaIndex", "replica_index"},
+		ignored: []string{"IsDefaultPS", "isDefaultPS", "is_default_ps"},
+	},
+	types:           []string{"MASTER", "WORKER", "PS"},
+	forms:           []listForm{tfForm("mlkube.io/v1beta1", "TfJob", true), tfForm("mlkube.io/v1beta1", "TfJob", false), tfForm("tensorflow.org/v1alpha1", "TfJob", false), tfForm("kubeflow.org/v1alpha1", "TFJob", false)},
+	defaultTemplate: defaultPS,
+	missingTemplate: "only a PS group may leave it out (it then runs TensorFlow's standard server)",
+}
+
+func tfForm(apiVersion, kind string, snakeCase bool) listForm {
+	from := apiVersion + " " + kind
+	switch {
+	case apiVersion != v1beta1.GroupVersion.String():
+	case snakeCase:
+		from += " (2017, snake_case)"
+	default:
+		from += " (2017, camelCase)"
+	}
+	return listForm{
+		apiVersion: apiVersion, kind: kind, snakeCase: snakeCase, from: from, operator: "the old operators",
+		defaultType: "MASTER", portKey: "tfPort", defaultPort: v1beta1.DefaultTfPort,
+	}
+}
+
+// mxList is MXJob's list form: that of the first MXNet operators, both made from the first
+// TensorFlow operator's code, the fork for MXNet (fioravanzo.org/v1alpha1) and Kubeflow's
+// mx-operator (kubeflow.org/v1alpha1), and today's. A group has an mxReplicaType (SCHEDULER,
+// SERVER, WORKER), replicas (default 1), a port and a pod template whose container named mxnet
+// gets the DMLC_* env. The forms differ in their defaults:
+//
+//   - The fork called the port mxPort (default 9000); a group without a type was the SCHEDULER,
+//     and the scheduler's exit ended the job. See forkRoot for its DMLC_PS_ROOT_*.
+//   - Kubeflow's called it PsRootPort (default 9091) and told every replica the SCHEDULER's. A
+//     group without a type was a WORKER, and worker 0's exit ended the job. Its later versions
+//     added cleanupPodPolicy and jobMode (dist, local).
+//
+// Every spelling of the port is read in every form: manifests were copied between the two.
+var mxList = listKind{
+	keys: listKeys{
+		specs: []string{"replicaSpecs"}, typ: []string{"mxReplicaType"},
+		port: []string{"port", "mxPort", "PsRootPort", "psRootPort"}, image: []string{"mxImage"},
+		terminationPolicy: []string{"terminationPolicy"}, replicaName: []string{"replicaName"}, replicaIndex: []string{"replicaIndex"},
+	},
+	types: []string{"SCHEDULER", "SERVER", "WORKER"},
+	forms: []listForm{{
+		apiVersion: "fioravanzo.org/v1alpha1", kind: "MXJob", from: "fioravanzo.org/v1alpha1 MXJob", operator: "the fork",
+		portKey: "mxPort", defaultPort: 9000, defaultType: "SCHEDULER", decider: "SCHEDULER", warn: forkRoot,
+	}, {
+		apiVersion: "kubeflow.org/v1alpha1", kind: "MXJob", from: "kubeflow.org/v1alpha1 MXJob", operator: "Kubeflow's v1alpha1 operator",
+		portKey: "PsRootPort", defaultPort: 9091, defaultType: "WORKER", decider: "WORKER",
+	}, todaysForm("MXJob", v1beta1.DefaultMXPort)},
+	missingTemplate: "every replica group needs the pod it runs (the old MXJob operators required one too)",
+	extra:           listJobMode,
+}
