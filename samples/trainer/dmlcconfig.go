@@ -54,8 +54,13 @@ func (c DMLCConfig) count(role string) int {
 // useDMLC tells whether the trainer runs in DMLC mode: no TF_CONFIG (nor --tf-config), and
 // DMLC_ROLE set.
 func useDMLC(tfConfigFlag string, getenv func(string) string) bool {
-	return strings.TrimSpace(tfConfigFlag) == "" && strings.TrimSpace(getenv(envTFConfig)) == "" &&
-		strings.TrimSpace(getenv(envDMLCRole)) != ""
+	return noTFConfig(tfConfigFlag, getenv) && strings.TrimSpace(getenv(envDMLCRole)) != ""
+}
+
+// noTFConfig tells whether neither --tf-config nor TF_CONFIG is set: TF_CONFIG wins over the
+// other modes' variables.
+func noTFConfig(tfConfigFlag string, getenv func(string) string) bool {
+	return strings.TrimSpace(tfConfigFlag) == "" && strings.TrimSpace(getenv(envTFConfig)) == ""
 }
 
 // loadDMLCConfig reads and checks the DMLC_* variables and POD_IP.
@@ -73,14 +78,10 @@ func loadDMLCConfig(getenv func(string) string) (DMLCConfig, error) {
 	}
 	count := func(name string, min int) (int, error) {
 		raw := env(name)
-		n, err := strconv.Atoi(raw)
-		switch {
-		case raw == "":
+		if raw == "" {
 			return 0, fmt.Errorf("%s is not set: the MXJob operator sets it on every replica", name)
-		case err != nil || n < min:
-			return 0, fmt.Errorf("%s=%q is not an integer of at least %d", name, raw, min)
 		}
-		return n, nil
+		return envInt(name, raw, min)
 	}
 	var err error
 	if c.RootPort, err = count(envDMLCRootPort, 1); err == nil && c.RootPort > 65535 {

@@ -1,9 +1,10 @@
 // Command trainer is mlkube's sample distributed trainer: a linear regression trained with
 // asynchronous SGD across the replicas of a TfJob (the addresses in TF_CONFIG) or of an MXJob
-// (MXNet's DMLC_* variables and a scheduler), parameter servers and all, over plain HTTP. It
-// exists to exercise the operator for real: replicas that find each other, a decider whose exit
-// 0 ends the job, exit codes that mean what the operator's restart policy reads them to mean,
-// and TensorBoard event files. `trainer --help` explains it all.
+// (MXNet's DMLC_* variables and a scheduler), parameter servers and all, or with synchronous
+// parameter averaging across the ranks of a PyTorchJob (MASTER_ADDR, WORLD_SIZE, RANK), over
+// plain HTTP. It exists to exercise the operator for real: replicas that find each other, a
+// decider whose exit 0 ends the job, exit codes that mean what the operator's restart policy
+// reads them to mean, and TensorBoard event files. `trainer --help` explains it all.
 package main
 
 import (
@@ -76,15 +77,29 @@ A replica's index is the trailing -N of its hostname when that is <job>-<role>-N
 else the order in which it registered; until the scheduler answers it logs as server-? or
 worker-?.
 
+PyTorch mode (a PyTorchJob): without TF_CONFIG and DMLC_ROLE, MASTER_ADDR, MASTER_PORT,
+WORLD_SIZE and RANK (or torchrun's PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES and
+PET_NODE_RANK; the plain ones win) say where the master is, how many ranks there are and which
+one this is. Training is data-parallel with parameter averaging: every rank takes --sync-every
+SGD steps on its own data, sends its parameters to the master, and goes on from their average.
+
+  master     rank 0: serves the allreduce on MASTER_PORT, trains like a worker, averages, and
+             decides: it evaluates every --eval-every steps and, under --loss-threshold, tells
+             the workers done and exits 0. It gives up (142) when a rank does not send its
+             parameters within --peer-timeout.
+  worker     rank i+1 is worker-i, as the pods are named: joins the master (retrying while it is
+             not up), trains, exits 0 once done.
+
 Exit codes (0 done; 1-127 fail the job; 128-255 make the operator recreate the pod):
   0    this replica is done
   1    the loss is not under --loss-threshold after --max-steps, the training diverged, or a
        peer refused a request (the replicas disagree about the cluster)
-  2    bad flags, TF_CONFIG or DMLC_* variables
+  2    bad flags, TF_CONFIG, DMLC_* or PyTorch variables
   142  a peer did not answer for --peer-timeout (128+SIGALRM); for the scheduler: the servers
-       did not all register within --peer-timeout
-  143  a worker, decider, scheduler or evaluator stopped by SIGTERM or SIGINT before done
-       (128+SIGTERM)
+       did not all register within --peer-timeout; for a PyTorch master: a rank did not send
+       its parameters within it
+  143  a worker, decider, scheduler, evaluator or PyTorch master stopped by SIGTERM or SIGINT
+       before done (128+SIGTERM)
   N    --exit-code N at --exit-at-step, to exercise restarts
 
 Every log line starts with the replica and the global step: "worker-1 step=42 ...".
@@ -99,6 +114,10 @@ or in DMLC mode:
   DMLC_ROLE=server trainer --port 9092
   DMLC_ROLE=worker trainer
   DMLC_ROLE=scheduler trainer --logdir /tmp/tb
+or in PyTorch mode:
+  export MASTER_ADDR=127.0.0.1 MASTER_PORT=23456 WORLD_SIZE=2
+  RANK=1 trainer
+  RANK=0 trainer --logdir /tmp/tb
 
 Flags:
 `
@@ -118,11 +137,12 @@ type Options struct {
 	ExitCode      int
 	ExitAtStep    int64
 	ExitOnceFile  string
-	Port          int // DMLC mode: where a server listens
+	Port          int   // DMLC mode: where a server listens
+	SyncEvery     int64 // PyTorch mode: SGD steps between averagings
 
 	Out      io.Writer    // the log; io.Discard when nil
 	Hostname string       // names the event file
-	Listener net.Listener // when set, a replica that serves (parameters, the DMLC registry) serves on it (tests)
+	Listener net.Listener // when set, a replica that serves (parameters, the DMLC registry, the PyTorch master) serves on it (tests)
 }
 
 func defaultOptions() Options {
@@ -137,6 +157,7 @@ func defaultOptions() Options {
 		PeerTimeout:   5 * time.Minute,
 		ExitCode:      -1,
 		Port:          defaultServerPort,
+		SyncEvery:     5,
 	}
 }
 
@@ -144,7 +165,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogDir, "logdir", o.LogDir, "write TensorBoard event files of the loss here (the decider or DMLC scheduler; the evaluator into `dir`/eval); empty: none")
 	fs.Float64Var(&o.LossThreshold, "loss-threshold", o.LossThreshold, "the decider ends the training once the held-out loss is under this (the noise floor is 0.0025)")
 	fs.Int64Var(&o.MaxSteps, "max-steps", o.MaxSteps, "the decider gives up (exit 1) when the global step reaches this without converging")
-	fs.Float64Var(&o.LearningRate, "learning-rate", o.LearningRate, "SGD step size, applied by the parameter servers (give every replica the same flags)")
+	fs.Float64Var(&o.LearningRate, "learning-rate", o.LearningRate, "SGD step size, applied by the parameter servers (in PyTorch mode by every rank; give every replica the same flags)")
 	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "synthetic examples per gradient")
 	fs.Int64Var(&o.EvalEvery, "eval-every", o.EvalEvery, "the decider evaluates every this many global steps")
 	fs.DurationVar(&o.EvalInterval, "eval-interval", o.EvalInterval, "the evaluator evaluates this often (the DMLC scheduler looks at the global step this often, at most every 100ms)")
@@ -155,6 +176,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.ExitAtStep, "exit-at-step", o.ExitAtStep, "exit with --exit-code when this replica reaches this `step` of its own (a trainer's steps, a ps's or server's gradients applied, an evaluator's or scheduler's evaluations), counted from the process start: a recreated pod fails again, unless --exit-once-file")
 	fs.StringVar(&o.ExitOnceFile, "exit-once-file", o.ExitOnceFile, "with --exit-at-step: exit only if `path` does not exist yet, creating it first; on a volume that outlives the pod (hostPath, a PersistentVolumeClaim; not an emptyDir, which goes with the pod) the replica fails once, then trains")
 	fs.IntVar(&o.Port, "port", o.Port, "DMLC mode: the `port` a server listens on and registers with the scheduler (an MXJob replica's default port; 0: any free port)")
+	fs.Int64Var(&o.SyncEvery, "sync-every", o.SyncEvery, "PyTorch mode: the SGD `steps` every rank takes on its own data before the master averages the parameters")
 }
 
 func (o Options) validate() error {
@@ -178,6 +200,7 @@ func (o Options) validate() error {
 	check((o.ExitCode >= 0) == (o.ExitAtStep > 0), "--exit-code and --exit-at-step go together")
 	check(o.ExitOnceFile == "" || o.ExitAtStep > 0, "--exit-once-file needs --exit-at-step")
 	check(o.Port >= 0 && o.Port <= 65535, "--port must be 0-65535")
+	check(o.SyncEvery >= 1, "--sync-every must be at least 1")
 	return errors.Join(errs...)
 }
 
@@ -273,8 +296,8 @@ func Run(ctx context.Context, cfg TFConfig, o Options) int {
 	return runTrainer(ctx, cfg, o, log)
 }
 
-// cli is main, testable: it parses args and TF_CONFIG (or, without it, the DMLC_* variables) and
-// runs the replica until a signal.
+// cli is main, testable: it parses args and TF_CONFIG (or, without it, the DMLC_* variables, or
+// else the PyTorch ones) and runs the replica until a signal.
 func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o := defaultOptions()
 	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
@@ -302,20 +325,23 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	o.Hostname, _ = os.Hostname()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if useDMLC(*tfConfig, getenv) {
-		cfg, err := loadDMLCConfig(getenv)
-		if err != nil {
-			fmt.Fprintf(stderr, "trainer: %v\n", err)
-			return exitUsage
-		}
-		return RunDMLC(ctx, cfg, o)
+	switch {
+	case useDMLC(*tfConfig, getenv):
+		return runMode(ctx, o, stderr, func() (DMLCConfig, error) { return loadDMLCConfig(getenv) }, RunDMLC)
+	case usePyTorch(*tfConfig, getenv):
+		return runMode(ctx, o, stderr, func() (PyTorchConfig, error) { return loadPyTorchConfig(getenv) }, RunPyTorch)
 	}
-	cfg, err := loadTFConfig(*tfConfig, getenv)
+	return runMode(ctx, o, stderr, func() (TFConfig, error) { return loadTFConfig(*tfConfig, getenv) }, Run)
+}
+
+// runMode loads a mode's configuration and runs the replica; a bad configuration is exit 2.
+func runMode[C any](ctx context.Context, o Options, stderr io.Writer, load func() (C, error), run func(context.Context, C, Options) int) int {
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
 		return exitUsage
 	}
-	return Run(ctx, cfg, o)
+	return run(ctx, cfg, o)
 }
 
 func main() {

@@ -290,17 +290,25 @@ func (g *registry) workersFinished() int {
 // waitServers waits until every server has registered, logging now and then, for at most
 // timeout; it reports whether they did.
 func (g *registry) waitServers(ctx context.Context, timeout time.Duration) bool {
+	return waitLogged(ctx, timeout, g.serversRegistered, func(waited time.Duration) {
+		list, _ := g.serverList()
+		g.log.printf("still waiting for the servers, %s so far: %d of %d have registered", waited.Round(time.Second), len(list), g.cfg.NumServer)
+	})
+}
+
+// waitLogged is waitUntil for at most timeout, calling still with the time waited so far every
+// waitLogEvery that cond does not hold yet.
+func waitLogged(ctx context.Context, timeout time.Duration, cond func() bool, still func(waited time.Duration)) bool {
 	start := time.Now()
 	for {
 		left := timeout - time.Since(start)
-		if waitUntil(ctx, max(min(waitLogEvery, left), 0), g.serversRegistered) {
+		if waitUntil(ctx, max(min(waitLogEvery, left), 0), cond) {
 			return true
 		}
 		if ctx.Err() != nil || time.Since(start) >= timeout {
 			return false
 		}
-		list, _ := g.serverList()
-		g.log.printf("still waiting for the servers, %s so far: %d of %d have registered", time.Since(start).Round(time.Second), len(list), g.cfg.NumServer)
+		still(time.Since(start))
 	}
 }
 

@@ -70,8 +70,7 @@ func train(ctx context.Context, client *psClient, name string, o Options, log *l
 				code, _ := d.check(ctx)
 				return code
 			}
-			log.printf("done, set by the decider (%s): exiting 0", st.Reason)
-			return exitOK
+			return trainerDone(log, st)
 		}
 
 		loss, grad := Gradient(params, Synthetic(rng, o.BatchSize))
@@ -83,6 +82,11 @@ func train(ctx context.Context, client *psClient, name string, o Options, log *l
 			return failure(ctx, log, err)
 		}
 		log.setStep(st.Step)
+		if st.Done && d == nil {
+			// The ps counts this trainer as told: a decider that holds the parameters may be gone
+			// before it asks again.
+			return trainerDone(log, st)
+		}
 		if local == 1 || local%o.LogEvery == 0 {
 			log.printf("local_step=%d loss=%.4f", local, loss)
 		}
@@ -98,6 +102,12 @@ func train(ctx context.Context, client *psClient, name string, o Options, log *l
 			return failure(ctx, log, context.Cause(ctx))
 		}
 	}
+}
+
+// trainerDone ends a trainer that the decider's done reached.
+func trainerDone(log *logger, st psStatus) int {
+	log.printf("done, set by the decider (%s): exiting 0", st.Reason)
+	return exitOK
 }
 
 // failure logs why a replica stops on err and picks its exit code: a peer gone for too long is
@@ -164,6 +174,9 @@ type decider struct {
 	client   *psClient
 	hosted   *serving // the parameters, when this decider holds them
 	trainers []string // the other trainers, whom a hosting decider waits for
+	// end, when set, tells the others that the training is over instead of the parameter
+	// servers: a PyTorch master, which has none.
+	end      func(ctx context.Context, reason string)
 	lastEval int64
 }
 
@@ -224,6 +237,10 @@ func (d *decider) decide(ctx context.Context, params []float64, st psStatus) (co
 // stop sets done on every shard, so that the workers end, then, when this decider holds the
 // parameters, lingers until they have heard it.
 func (d *decider) stop(ctx context.Context, reason string) {
+	if d.end != nil {
+		d.end(ctx, reason)
+		return
+	}
 	if err := d.client.setDone(ctx, reason); err != nil {
 		// The decision stands; workers that did not hear it are stopped by the operator.
 		d.log.printf("could not tell every parameter server that the training is done: %v", err)

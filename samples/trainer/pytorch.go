@@ -1,0 +1,449 @@
+package main
+
+// PyTorch mode: the replicas of a PyTorchJob. Every replica is told the master's address
+// (MASTER_ADDR, MASTER_PORT), the world size and its rank, as torch.distributed's env://
+// rendezvous reads them. Training is data-parallel with parameter averaging: every rank takes
+// --sync-every SGD steps on its own data, then sends its parameters to the master, which
+// averages them and sends the average back to every rank (an allreduce by the master), round
+// after round, until the master's evaluation says done. JSON over HTTP on MASTER_PORT:
+//
+//	POST /v1/join      {"id","rank","world_size"}                    -> the round
+//	POST /v1/allreduce {"id","rank","world_size","round","params"}   -> the round after, once every rank sent this one
+//	GET  /v1/status                                                  -> the round, for people with curl
+//
+// where the round is {"round","step","params","ranks","done","reason"}: the parameters every rank
+// starts the round from. A rank that sends a round other than the master's (it restarted, or
+// the master did) gets the master's round at once and goes on from there. An allreduce waits
+// up to allreduceLongPoll for the other ranks, then answers 503, and the rank asks again: the
+// same retries with backoff as every call to a peer (psclient.go), up to --peer-timeout.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	mathrand "math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// allreduceLongPoll is how long POST /v1/allreduce waits for the other ranks before answering
+// 503; a round that ends meanwhile answers at once.
+const allreduceLongPoll = 5 * time.Second
+
+type joinRequest struct {
+	ID        string `json:"id"` // the process, to tell a recreated pod in the master's log
+	Rank      int    `json:"rank"`
+	WorldSize int    `json:"world_size"`
+}
+
+type allreduceRequest struct {
+	joinRequest
+	Round  int64     `json:"round"`
+	Params []float64 `json:"params"`
+}
+
+// roundResponse is the master's round: the parameters every rank starts it from.
+type roundResponse struct {
+	Round  int64     `json:"round"`
+	Step   int64     `json:"step"` // round × --sync-every: the SGD steps every rank has taken
+	Params []float64 `json:"params"`
+	Ranks  int       `json:"ranks"` // how many ranks the parameters are the average of
+	Done   bool      `json:"done"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// RunPyTorch runs one replica of a PyTorchJob until it is done and returns its exit code. The
+// context ending is SIGTERM: exit 143.
+func RunPyTorch(ctx context.Context, cfg PyTorchConfig, o Options) int {
+	log, ok := begin(&o, cfg.Name(), "pytorch rank=%d world_size=%d master=%s from=%s sync_every=%d hostname=%s",
+		cfg.Rank, cfg.WorldSize, cfg.Master(), strings.Join(cfg.Vars, ","), o.SyncEvery, o.Hostname)
+	if !ok {
+		return exitUsage
+	}
+	if cfg.Rank == 0 {
+		return runPyTorchMaster(ctx, cfg, o, log)
+	}
+	return runPyTorchWorker(ctx, cfg, o, log)
+}
+
+// averager is the master's side of the allreduce: this round's parameters by rank, and the
+// round every rank starts from.
+type averager struct {
+	world     int
+	syncEvery int64
+	log       *logger
+	longPoll  time.Duration
+
+	mu      sync.Mutex
+	round   int64
+	params  []float64
+	ranks   int
+	done    bool
+	reason  string
+	parts   [][]float64   // this round's parameters by rank; nil until the rank sends them
+	next    chan struct{} // closed when the round ends
+	closed  chan struct{} // closed when the master stops
+	ids     []string      // the process behind each rank, to log who joins
+	sawDone []bool        // the ranks that were told done
+}
+
+func newAverager(world int, syncEvery int64, log *logger) *averager {
+	return &averager{
+		world: world, syncEvery: syncEvery, log: log, longPoll: allreduceLongPoll,
+		params: make([]float64, NumParams), parts: make([][]float64, world),
+		next: make(chan struct{}), closed: make(chan struct{}),
+		ids: make([]string, world), sawDone: make([]bool, world),
+	}
+}
+
+func (a *averager) routes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/join", a.join)
+	mux.HandleFunc("POST /v1/allreduce", a.allreduce)
+	mux.HandleFunc("GET /v1/status", a.status)
+}
+
+func (a *averager) roundLocked() roundResponse {
+	return roundResponse{Round: a.round, Step: a.round * a.syncEvery, Params: a.params, Ranks: a.ranks, Done: a.done, Reason: a.reason}
+}
+
+// check refuses a rank whose environment disagrees with the master's.
+func (a *averager) check(req joinRequest) error {
+	switch {
+	case req.WorldSize != a.world:
+		return fmt.Errorf("the master has %s=%d, rank %d has %d: the replicas disagree about the job", envWorldSize, a.world, req.Rank, req.WorldSize)
+	case req.Rank < 1 || req.Rank >= a.world:
+		return fmt.Errorf("rank %d is not a worker's: the master is rank 0 and the workers 1 to %d", req.Rank, a.world-1)
+	}
+	return nil
+}
+
+// met records a call from req's process; the lock is held.
+func (a *averager) met(req joinRequest) {
+	prev := a.ids[req.Rank]
+	if prev == req.ID {
+		return
+	}
+	a.ids[req.Rank] = req.ID
+	if prev != "" {
+		a.log.printf("%s (rank %d) joined again, a new process", rankName(req.Rank), req.Rank)
+		return
+	}
+	joined := 1
+	for _, id := range a.ids {
+		if id != "" {
+			joined++
+		}
+	}
+	a.log.printf("%s (rank %d) joined (%d of %d ranks)", rankName(req.Rank), req.Rank, joined, a.world)
+}
+
+// answer replies with the round, noting that rank was told when it is done (0: the master
+// itself, or somebody with curl).
+func (a *averager) answer(w http.ResponseWriter, rank int) {
+	a.mu.Lock()
+	resp := a.roundLocked()
+	if a.done && rank > 0 {
+		a.sawDone[rank] = true
+	}
+	a.mu.Unlock()
+	reply(w, http.StatusOK, resp)
+}
+
+// decode reads the body into req and checks who sent it; it is false once it has answered an
+// error.
+func (a *averager) decode(w http.ResponseWriter, r *http.Request, req any, who *joinRequest) bool {
+	if err := decodeBody(r, req); err != nil {
+		reply(w, http.StatusBadRequest, errorResponse{err.Error()})
+		return false
+	}
+	if err := a.check(*who); err != nil {
+		reply(w, http.StatusConflict, errorResponse{err.Error()})
+		return false
+	}
+	return true
+}
+
+func (a *averager) join(w http.ResponseWriter, r *http.Request) {
+	var req joinRequest
+	if !a.decode(w, r, &req, &req) {
+		return
+	}
+	a.mu.Lock()
+	a.met(req)
+	a.mu.Unlock()
+	a.answer(w, req.Rank)
+}
+
+func (a *averager) allreduce(w http.ResponseWriter, r *http.Request) {
+	var req allreduceRequest
+	if !a.decode(w, r, &req, &req.joinRequest) {
+		return
+	}
+	if len(req.Params) != NumParams {
+		reply(w, http.StatusBadRequest, errorResponse{fmt.Sprintf("%d parameters, not %d", len(req.Params), NumParams)})
+		return
+	}
+	a.mu.Lock()
+	a.met(req.joinRequest)
+	var ended chan struct{}
+	if !a.done && req.Round == a.round {
+		// Another round (the rank or the master restarted) gets the master's at once.
+		a.parts[req.Rank] = req.Params
+		ended = a.next
+	}
+	a.mu.Unlock()
+	if ended != nil {
+		t := time.NewTimer(a.longPoll)
+		defer t.Stop()
+		select {
+		case <-ended:
+		case <-t.C:
+			reply(w, http.StatusServiceUnavailable, errorResponse{a.waitingFor()})
+			return
+		case <-a.closed:
+			reply(w, http.StatusServiceUnavailable, errorResponse{"the master is stopping"})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+	a.answer(w, req.Rank)
+}
+
+func (a *averager) status(w http.ResponseWriter, r *http.Request) { a.answer(w, 0) }
+
+// waitingFor says whose parameters this round lacks.
+func (a *averager) waitingFor() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var missing []string
+	for rank, p := range a.parts {
+		if p == nil {
+			missing = append(missing, fmt.Sprintf("%s (rank %d)", rankName(rank), rank))
+		}
+	}
+	return fmt.Sprintf("round %d waits for %s", a.round, strings.Join(missing, ", "))
+}
+
+func (a *averager) complete() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !slices.ContainsFunc(a.parts, func(p []float64) bool { return p == nil })
+}
+
+// gather adds the master's own parameters to this round and waits until every rank has sent
+// its, for at most timeout; it returns their average, or nil.
+func (a *averager) gather(ctx context.Context, own []float64, timeout time.Duration) []float64 {
+	a.mu.Lock()
+	a.parts[0] = own
+	a.mu.Unlock()
+	if !waitLogged(ctx, timeout, a.complete, func(waited time.Duration) {
+		a.log.printf("still waiting, %s so far (gives up after --peer-timeout %s): %s", waited.Round(time.Second), timeout, a.waitingFor())
+	}) {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	avg := make([]float64, NumParams)
+	for _, p := range a.parts {
+		for j := range avg {
+			avg[j] += p[j] / float64(a.world)
+		}
+	}
+	return avg
+}
+
+// publish ends the round: params are what every rank starts the next one from; a reason ends
+// the training.
+func (a *averager) publish(params []float64, reason string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !slices.ContainsFunc(params, func(x float64) bool { return !finite(x) }) {
+		a.params, a.ranks = params, a.world // JSON has no NaN: a diverged average is not sent
+	}
+	a.round++
+	if reason != "" {
+		a.done, a.reason = true, reason
+	}
+	a.parts = make([][]float64, a.world)
+	close(a.next)
+	a.next = make(chan struct{})
+}
+
+// waitSawDone waits until every worker has been told done, for at most max.
+func (a *averager) waitSawDone(ctx context.Context, max time.Duration) {
+	told := func() int {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		n := 0
+		for _, saw := range a.sawDone[1:] {
+			if saw {
+				n++
+			}
+		}
+		return n
+	}
+	if !waitUntil(ctx, max, func() bool { return told() == a.world-1 }) {
+		a.log.printf("%d of %d worker(s) heard that the training is done; the operator stops the others", told(), a.world-1)
+	}
+}
+
+func (a *averager) close() { close(a.closed) }
+
+// rankTrainer is a rank's local SGD, on its own data.
+type rankTrainer struct {
+	o     Options
+	log   *logger
+	rng   *mathrand.Rand
+	fault fault
+	local int64   // this process's steps, for --exit-at-step
+	loss  float64 // the last batch's
+}
+
+func newRankTrainer(name string, o Options, log *logger) *rankTrainer {
+	return &rankTrainer{o: o, log: log, rng: newRand(dataSeed(name)), fault: o.fault()}
+}
+
+// steps takes --sync-every SGD steps on params, in place, from round's first step; stop says
+// the replica must exit with code.
+func (t *rankTrainer) steps(ctx context.Context, params []float64, round int64) (code int, stop bool) {
+	for i := range t.o.SyncEvery {
+		t.local++
+		loss, grad := Gradient(params, Synthetic(t.rng, t.o.BatchSize))
+		if !finite(loss) {
+			t.log.printf("the training diverged (batch loss %v): lower --learning-rate; exiting %d", loss, exitFailed)
+			return exitFailed, true
+		}
+		for j, g := range grad {
+			params[j] -= t.o.LearningRate * g
+		}
+		t.loss = loss
+		t.log.setStep(round*t.o.SyncEvery + i + 1)
+		if code, exit := t.fault.check(t.local, t.log); exit {
+			return code, true
+		}
+		if t.o.StepDelay > 0 && !sleep(ctx, t.o.StepDelay) {
+			return failure(ctx, t.log, context.Cause(ctx)), true
+		}
+	}
+	return 0, false
+}
+
+// averaged logs the end of a round, at the first and then every --log-every steps.
+func (t *rankTrainer) averaged(st roundResponse) {
+	t.log.setStep(st.Step)
+	if st.Round == 1 || st.Step/t.o.LogEvery != (st.Step-t.o.SyncEvery)/t.o.LogEvery {
+		t.log.printf("averaged with %d ranks: round=%d local_step=%d loss=%.4f", st.Ranks, st.Round, t.local, t.loss)
+	}
+}
+
+// runPyTorchMaster is rank 0: it serves the allreduce on MASTER_PORT, trains like every rank,
+// averages, evaluates every --eval-every steps and ends the training.
+func runPyTorchMaster(ctx context.Context, cfg PyTorchConfig, o Options, log *logger) int {
+	ln, err := listen(o.Listener, cfg.Master())
+	if err != nil {
+		log.printf("cannot listen on %s %d: %v; exiting %d", cfg.Vars[1], cfg.MasterPort, err, exitFailed)
+		return exitFailed
+	}
+	a := newAverager(cfg.WorldSize, o.SyncEvery, log)
+	mux := http.NewServeMux()
+	a.routes(mux)
+	srv := serveHTTP(ln, mux)
+	defer srv.stop()
+	defer a.close() // first: answers the ranks still waiting
+	log.printf("serving the allreduce on %s for %d worker(s); averaging every %d steps", ln.Addr(), cfg.WorldSize-1, o.SyncEvery)
+
+	d, err := newDecider(o, log, nil, nil, nil)
+	if err != nil {
+		log.printf("cannot write TensorBoard events to --logdir %s: %v; exiting %d", o.LogDir, err, exitFailed)
+		return exitFailed
+	}
+	defer d.close()
+	latest := make([]float64, NumParams) // the last average, which d.end sends with done
+	params := slices.Clone(latest)
+	d.end = func(ctx context.Context, reason string) {
+		a.publish(latest, reason)
+		a.waitSawDone(ctx, lingerMax)
+	}
+	// The starting loss is the first point on the TensorBoard plot.
+	if code, over := d.decide(ctx, params, psStatus{}); over {
+		return code
+	}
+	t := newRankTrainer(cfg.Name(), o, log)
+	for round := int64(0); ; round++ {
+		if code, stop := t.steps(ctx, params, round); stop {
+			return code
+		}
+		if latest = a.gather(ctx, params, o.PeerTimeout); latest == nil {
+			if ctx.Err() != nil {
+				return failure(ctx, log, context.Cause(ctx))
+			}
+			log.printf("giving up: %s within --peer-timeout %s; exiting %d (retryable)", a.waitingFor(), o.PeerTimeout, exitPeerTimeout)
+			return exitPeerTimeout
+		}
+		st := roundResponse{Round: round + 1, Step: (round + 1) * o.SyncEvery, Ranks: cfg.WorldSize}
+		t.averaged(st)
+		if d.due(st.Step) {
+			if code, over := d.decide(ctx, latest, psStatus{Step: st.Step}); over {
+				return code
+			}
+		}
+		a.publish(latest, "")
+		params = slices.Clone(latest)
+	}
+}
+
+// masterClient is a worker's line to the master.
+type masterClient struct {
+	peerClient
+	master peer
+	me     joinRequest
+}
+
+func (c *masterClient) call(ctx context.Context, path string, in any) (roundResponse, error) {
+	var resp roundResponse
+	if err := c.peerClient.call(ctx, c.master, http.MethodPost, path, in, &resp); err != nil {
+		return resp, err
+	}
+	if len(resp.Params) != NumParams {
+		return resp, &rejectedError{c.master, http.StatusOK, fmt.Sprintf("%d parameters, not %d", len(resp.Params), NumParams)}
+	}
+	return resp, nil
+}
+
+// runPyTorchWorker joins the master, retrying until it is up, then trains round after round,
+// sending its parameters to the master and going on from the average, until done.
+func runPyTorchWorker(ctx context.Context, cfg PyTorchConfig, o Options, log *logger) int {
+	c := &masterClient{newPeerClient(o.PeerTimeout, log), peer{rankName(0), cfg.Master()},
+		joinRequest{ID: rand.Text(), Rank: cfg.Rank, WorldSize: cfg.WorldSize}}
+	st, err := c.call(ctx, "/v1/join", c.me)
+	if err != nil {
+		return failure(ctx, log, err)
+	}
+	log.setStep(st.Step)
+	log.printf("joined %s at %s as rank %d of %d, at round %d", c.master.name, c.master.addr, cfg.Rank, cfg.WorldSize, st.Round)
+	t := newRankTrainer(cfg.Name(), o, log)
+	for !st.Done {
+		round, params := st.Round, st.Params
+		if code, stop := t.steps(ctx, params, round); stop {
+			return code
+		}
+		if st, err = c.call(ctx, "/v1/allreduce", allreduceRequest{c.me, round, params}); err != nil {
+			return failure(ctx, log, err)
+		}
+		switch {
+		case st.Done:
+		case st.Round != round+1:
+			log.setStep(st.Step)
+			log.printf("%s is at round %d, not %d (it restarted, or this worker did): going on from its parameters", c.master.name, st.Round, round+1)
+		default:
+			t.averaged(st)
+		}
+	}
+	log.setStep(st.Step)
+	log.printf("done, set by the decider (%s): exiting 0", st.Reason)
+	return exitOK
+}
