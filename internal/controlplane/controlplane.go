@@ -3,11 +3,13 @@
 package controlplane
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -81,4 +83,19 @@ func fuzzing() bool {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// ForTest starts a control plane for one test and stops it when the test ends. Without the
+// binaries the test is skipped, except under `make test`, where Start makes that a failure.
+func ForTest(t testing.TB, options ...func(*envtest.Environment)) *rest.Config {
+	t.Helper()
+	env, cfg, err := Start(options...)
+	if errors.Is(err, ErrNoAssets) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return cfg
 }

@@ -30,14 +30,7 @@ import (
 // jobs with the same causes, in the same order: the same fields, the same types, the same
 // messages. It skips when the control-plane binaries are not built, except under `make test`.
 func TestSameAsTheAPIServer(t *testing.T) {
-	env, cfg, err := controlplane.Start()
-	if errors.Is(err, controlplane.ErrNoAssets) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := controlplane.ForTest(t)
 	k8s, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)

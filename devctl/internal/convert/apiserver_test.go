@@ -2,7 +2,6 @@ package convert
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +25,7 @@ import (
 // makes that a failure.
 func TestSamplesPassValidation(t *testing.T) {
 	all := samples(t) // before the control plane: a sample that does not convert fails fast
-	env, cfg, err := controlplane.Start()
-	if errors.Is(err, controlplane.ErrNoAssets) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := controlplane.ForTest(t)
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -23,14 +22,7 @@ import (
 // CRD is far too large for client-side apply), then applies them again: the second time nothing
 // changes. It needs the test control plane, and skips without it outside `make test`.
 func TestApplyIsServerSideAndIdempotent(t *testing.T) {
-	env, cfg, err := controlplane.Start()
-	if errors.Is(err, controlplane.ErrNoAssets) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := controlplane.ForTest(t)
 
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
