@@ -100,7 +100,7 @@ func TestNodeprobe(t *testing.T) {
 		}
 		out, _, err := run(t, "status", "--name", name)
 		must(t, err)
-		contains(t, "devctl status", out, "nodeprobe  Ready, 1/1 nodes ready", "GPUs       no GPU found on any node (1 of 1 probed)")
+		matches(t, "devctl status", out, `(?m)^nodeprobe +Ready, 1/1 nodes ready`, `(?m)^GPUs +no GPU found on any node \(1 of 1 probed\)`)
 	})
 
 	t.Run("a fake driver and a fake GPU", func(t *testing.T) {
@@ -262,7 +262,7 @@ chmod 0755 /usr/bin/nvidia-smi`)
 
 	out, _, err = run(t, "status", "--name", name)
 	must(t, err)
-	contains(t, "devctl status", out, "GPUs       configured: nvidia.com/gpu (3 volumes, 2 env vars); GPU nodes: "+node+" (driver "+fakeDriverVersion+", 2 GPU(s))")
+	matches(t, "devctl status", out, `(?m)^GPUs +`+regexp.QuoteMeta("configured: nvidia.com/gpu (3 volumes, 2 env vars); GPU nodes: "+node+" (driver "+fakeDriverVersion+", 2 GPU(s))"))
 }
 
 // fakeDriverConfig checks that cfg mounts the fake driver's files, each on its own (the

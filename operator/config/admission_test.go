@@ -1,6 +1,8 @@
-package config
+package config_test
 
 import (
+	"github.com/mlkube/mlkube/operator/config"
+
 	"context"
 	"fmt"
 	"io/fs"
@@ -89,7 +91,7 @@ func operatorPod(t *testing.T, ns string) *corev1.Pod {
 // vanish and the test would admit a pod that is not the one deployed.
 func read(t *testing.T, file string, into any) {
 	t.Helper()
-	data, err := fs.ReadFile(FS, file)
+	data, err := fs.ReadFile(config.FS, file)
 	jobtest.Must(t, err)
 	jobtest.Must(t, yaml.UnmarshalStrict(data, into))
 }

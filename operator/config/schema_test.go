@@ -1,6 +1,8 @@
-package config
+package config_test
 
 import (
+	"github.com/mlkube/mlkube/operator/config"
+
 	"io/fs"
 	"strings"
 	"testing"
@@ -15,12 +17,12 @@ import (
 // more than a client-side warning. Only the root's metadata may be such an object: the
 // apiserver itself keeps it.
 func TestCRDSchemaPrunesNothingTheAPIMeansToKeep(t *testing.T) {
-	files, err := fs.Glob(FS, "crd/bases/*.yaml")
+	files, err := fs.Glob(config.FS, "crd/bases/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRDs in crd/bases: %v", err)
 	}
 	for _, f := range files {
-		data, err := fs.ReadFile(FS, f)
+		data, err := fs.ReadFile(config.FS, f)
 		if err != nil {
 			t.Fatal(err)
 		}

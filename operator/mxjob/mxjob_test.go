@@ -13,6 +13,7 @@ import (
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/mxjob"
+	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 func TestMain(m *testing.M) { jobtest.Main(m, nil) }
@@ -71,10 +72,11 @@ func TestEnv(t *testing.T) {
 	job := newJob("ns", "mx", group(v1beta1.MXReplicaScheduler, 1), group(v1beta1.MXReplicaServer, 2), group(v1beta1.MXReplicaWorker, 3))
 	job.Spec.ReplicaSpecs[0].Port = 9000
 	fw := mxjob.Framework{}
-	vars, err := fw.Env(job, job.Groups(), "SERVER", 1)
+	cluster, err := replicajob.Resolve(fw, job)
 	if err != nil {
 		t.Fatal(err)
 	}
+	vars := fw.Env(cluster, "SERVER", 1)
 	var got []string
 	for _, v := range vars {
 		got = append(got, v.Name+"="+v.Value)

@@ -13,6 +13,7 @@ import (
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/pytorchjob"
+	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 func TestMain(m *testing.M) { jobtest.Main(m, nil) }
@@ -73,6 +74,10 @@ func TestEnv(t *testing.T) {
 	job := newJob("ns", "pt", group(v1beta1.PyTorchReplicaMaster, 1), group(v1beta1.PyTorchReplicaWorker, 3))
 	job.Spec.ReplicaSpecs[0].Port = 29500
 	fw := pytorchjob.Framework{}
+	cluster, err := replicajob.Resolve(fw, job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		typ   string
 		index int
@@ -81,10 +86,7 @@ func TestEnv(t *testing.T) {
 		{"MASTER", 0, "MASTER_ADDR=pt-master-0.ns.svc MASTER_PORT=29500 WORLD_SIZE=4 RANK=0"},
 		{"WORKER", 2, "MASTER_ADDR=pt-master-0.ns.svc MASTER_PORT=29500 WORLD_SIZE=4 RANK=3"},
 	} {
-		vars, err := fw.Env(job, job.Groups(), tc.typ, tc.index)
-		if err != nil {
-			t.Fatal(err)
-		}
+		vars := fw.Env(cluster, tc.typ, tc.index)
 		var got []string
 		for _, v := range vars[:4] {
 			got = append(got, v.Name+"="+v.Value)
@@ -101,8 +103,9 @@ func TestEnv(t *testing.T) {
 	if fw.Decider(job.Groups()) != "MASTER" {
 		t.Error("the master must decide")
 	}
-	if _, err := fw.Env(newJob("ns", "pt", group(v1beta1.PyTorchReplicaWorker, 2)), nil, "WORKER", 0); err == nil {
-		t.Error("a job without a MASTER got an env")
+	// A job stored before the CRD's rules existed is checked by them before any env is built.
+	if _, err := replicajob.Resolve(fw, newJob("ns", "pt", group(v1beta1.PyTorchReplicaWorker, 2))); err == nil || !strings.Contains(err.Error(), "replicaSpecs needs a MASTER group") {
+		t.Errorf("a job without a MASTER resolved: %v", err)
 	}
 }
 

@@ -29,11 +29,6 @@ func ReplicaName(job, typ string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", job, strings.ToLower(typ), index)
 }
 
-// Host is the address of replica (typ, index) inside the cluster, through its headless service.
-func Host(job client.Object, typ string, index int, port int32) string {
-	return fmt.Sprintf("%s.%s.svc:%d", ReplicaName(job.GetName(), typ, index), job.GetNamespace(), port)
-}
-
 func replicaLabels(kind string, job client.Object, typ string, index int) map[string]string {
 	return map[string]string{
 		LabelJobName:      job.GetName(),
@@ -61,7 +56,7 @@ func podRestartPolicy(p v1beta1.RestartPolicy) corev1.RestartPolicy {
 }
 
 // newPod builds replica (r.Type, index)'s pod from the replica template.
-func (e *Reconciler) newPod(job v1beta1.Job, replicas []Replica, r Replica, index int) (*corev1.Pod, error) {
+func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index int) *corev1.Pod {
 	kind := e.Framework.Kind().Name
 	tmpl := r.Template.DeepCopy()
 	pod := &corev1.Pod{
@@ -82,10 +77,7 @@ func (e *Reconciler) newPod(job v1beta1.Job, replicas []Replica, r Replica, inde
 	}
 	pod.Spec.RestartPolicy = podRestartPolicy(r.RestartPolicy)
 
-	env, err := e.Framework.Env(job, replicas, r.Type, index)
-	if err != nil {
-		return nil, err
-	}
+	env := e.Framework.Env(cluster, r.Type, index)
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if c.Name != e.Framework.Kind().Container {
@@ -104,7 +96,7 @@ func (e *Reconciler) newPod(job v1beta1.Job, replicas []Replica, r Replica, inde
 	if e.Pods != nil {
 		e.Pods.MutatePod(pod)
 	}
-	return pod, nil
+	return pod
 }
 
 // replicaPortName names the replica's port in its pod and its service.
@@ -154,16 +146,16 @@ func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1
 
 // Build returns the services and pods the engine creates for job, as they are sent to the
 // apiserver, with no apiserver needed: for checks such as dry runs of what a job would create.
+// The error is why the engine would fail the job instead (cluster.go).
 func (e *Reconciler) Build(job v1beta1.Job) ([]client.Object, error) {
-	groups := job.Groups()
+	cluster, err := Resolve(e.Framework, job)
+	if err != nil {
+		return nil, err
+	}
 	var out []client.Object
-	for _, g := range groups {
+	for _, g := range cluster.Groups {
 		for i := 0; i < int(g.Replicas); i++ {
-			pod, err := e.newPod(job, groups, g, i)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, e.newService(job, g, i), pod)
+			out = append(out, e.newService(job, g.Replica, i), e.newPod(job, cluster, g.Replica, i))
 		}
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package replicajob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -49,6 +48,8 @@ type Reconciler struct {
 	unseen sync.Map
 	// refused holds the backoff of jobs whose creates the apiserver refused (refusals.go).
 	refused refusals
+	// clusters holds each job's checked cluster, by generation (cluster.go).
+	clusters sync.Map
 }
 
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.
@@ -127,6 +128,16 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		status.StartTime = &now
 	}
 
+	// A job is checked once, before anything is built for it; one that breaks its CRD's rules
+	// or that no container could start with fails, saying why (cluster.go).
+	var cluster Cluster
+	if !finished(status) {
+		var err error
+		if cluster, err = e.resolve(job); err != nil {
+			return e.failNow(ctx, job, base, status, "InvalidSpec", err.Error(), now)
+		}
+	}
+
 	replicas, pods, services, err := e.observe(ctx, job, groups)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -176,10 +187,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		result.RequeueAfter = deadlineLeft(status, policy, now)
 		if waiting == 0 {
-			created, wait, r, err := e.create(ctx, job, groups, replicas)
-			if invalid := (specError{}); errors.As(err, &invalid) {
-				return e.failNow(ctx, job, base, status, "InvalidSpec", invalid.Error(), now)
-			}
+			created, wait, r, err := e.create(ctx, job, cluster, replicas)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -311,14 +319,6 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
-// specError is a job whose pods its framework cannot build: a TF_CONFIG too long for the kernel
-// to pass to a process, a shape the CRD's rules should have refused (a job stored before a rule
-// existed). Trying again cannot help; the job fails, saying why.
-type specError struct{ err error }
-
-func (s specError) Error() string { return s.err.Error() }
-func (s specError) Unwrap() error { return s.err }
-
 // createFanOut is how many creates of one job are in flight at once. A job's pods and services
 // do not depend on each other, and creating them one by one would make a large job's start
 // time the sum of its round trips.
@@ -328,7 +328,7 @@ const createFanOut = 16
 // sums up what it created (one event per reconcile, not one per object), how soon to look
 // again when it left out objects it created before that the cache does not show yet, and the
 // apiserver's refusal of an object, if any (refusals.go).
-func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, groups []Replica, replicas []*replica) (string, time.Duration, *Refusal, error) {
+func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, cluster Cluster, replicas []*replica) (string, time.Duration, *Refusal, error) {
 	now := e.now()
 	unseen := e.unseenOf(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, job.GetUID())
 	var objs []ctrl.Object
@@ -349,11 +349,7 @@ func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, groups []Repli
 			objs = append(objs, e.newService(job, r.group, r.index))
 		}
 		if missing("pod/"+r.name, r.pod != nil) {
-			pod, err := e.newPod(job, groups, r.group, r.index)
-			if err != nil {
-				return "", 0, nil, specError{fmt.Errorf("cannot build pod %s: %w", r.name, err)}
-			}
-			objs = append(objs, pod)
+			objs = append(objs, e.newPod(job, cluster, r.group, r.index))
 		}
 	}
 	var pods, services atomic.Int32

@@ -48,6 +48,7 @@ func (e *Reconciler) holdBack(job ctrl.Object, written, status *v1beta1.JobStatu
 func (e *Reconciler) forget(key types.NamespacedName) {
 	e.lastWrite.Delete(key)
 	e.unseen.Delete(key)
+	e.clusters.Delete(key)
 }
 
 // countsOnly is true when a and b differ in nothing but per-type pod counts and their summary.

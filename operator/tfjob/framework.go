@@ -36,10 +36,6 @@ func (Framework) Decider(replicas []replicajob.Replica) string {
 }
 
 // Env is TF_CONFIG for the replica.
-func (Framework) Env(job v1beta1.Job, replicas []replicajob.Replica, typ string, index int) ([]corev1.EnvVar, error) {
-	cfg, err := TFConfig(job, replicas, typ, index)
-	if err != nil {
-		return nil, err
-	}
-	return []corev1.EnvVar{{Name: "TF_CONFIG", Value: cfg}}, nil
+func (Framework) Env(c replicajob.Cluster, typ string, index int) []corev1.EnvVar {
+	return []corev1.EnvVar{{Name: "TF_CONFIG", Value: TFConfig(c, typ, index)}}
 }

@@ -11,18 +11,16 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
@@ -90,73 +88,7 @@ func decodeGroups(spec []byte) []v1beta1.TfReplicaSpec {
 
 var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: v1beta1.TfContainerName, Image: "mlkube/trainer:dev"}}}}
 
-// crdAccepts is whether the apiserver would store a job, given what the CRD refuses in it
-// (crdvalidate.ValidateAll: the CRD itself, its schema and CEL rules checked in process, replicas
-// and port defaulted as the apiserver defaults them). ValidateAll finds more only where Validate,
-// the apiserver's create, finds something already.
-func crdAccepts(crd field.ErrorList) bool { return len(crd) == 0 }
-
-// refuses says whether errs (crdvalidate.ValidateAll's) refuse field name of group i, of type
-// typ: an error at the field, or at the group (a rule on it, whose message names the field), or
-// its type used twice (the apiserver names the second group of a type only).
-func refuses(errs field.ErrorList, i int, name, typ string) bool {
-	at := fmt.Sprintf("spec.replicaSpecs[%d]", i)
-	return slices.ContainsFunc(errs, func(e *field.Error) bool {
-		return e.Field == at || e.Field == at+"."+name || e.Type == field.ErrorTypeDuplicate && reflect.DeepEqual(e.BadValue, map[string]any{"tfReplicaType": typ})
-	})
-}
-
-// refusedAt says whether errs hold an error at the field at path itself.
-func refusedAt(errs field.ErrorList, path string) bool {
-	return slices.ContainsFunc(errs, func(e *field.Error) bool { return e.Field == path })
-}
-
-var (
-	groupFieldError = regexp.MustCompile(`\breplicaSpecs\[(\d+)\]\.(tfReplicaType|replicas|tfPort)\b`)
-	taskError       = regexp.MustCompile(`\breplica ("(?:[^"\\]|\\.)*") (-?\d+): `)
-	sizeError       = regexp.MustCompile(`\bTF_CONFIG\b.* \d+ bytes`)
-)
-
-// checkRefusal asserts that err says why TF_CONFIG was not built, and that what it says is so:
-// each replica group field it names is one the CRD refuses (every rule of it checked:
-// crdvalidate.ValidateAll), a task it names is not one of the job's replicas, a TF_CONFIG it
-// calls too long is near the limit. A job the apiserver would store, asked for one of its
-// replicas, is refused only for its size.
-func checkRefusal(t *testing.T, job *v1beta1.TfJob, typ string, index int, taskInside bool, wantSize int, err error) {
-	t.Helper()
-	msg := err.Error()
-	groups := job.Spec.ReplicaSpecs
-	what := fmt.Sprintf("job %q/%q %s, task %s %d", job.Namespace, job.Name, describe(groups), typ, index)
-	if sizeError.MatchString(msg) {
-		if wantSize < maxEnvString-1024 {
-			t.Fatalf("%s: refused as too long, but its cluster is about %d bytes: %q", what, wantSize, msg)
-		}
-		return
-	}
-	crd := crdvalidate.ValidateAll(job)
-	for _, line := range strings.Split(msg, "\n") {
-		if m := groupFieldError.FindStringSubmatch(line); m != nil {
-			i, _ := strconv.Atoi(m[1])
-			if i >= len(groups) {
-				t.Fatalf("%s: the error names group %d of %d: %q", what, i, len(groups), line)
-			}
-			if !refuses(crd, i, m[2], string(groups[i].TfReplicaType)) {
-				t.Fatalf("%s: the error blames replicaSpecs[%d].%s, which the CRD takes: %q", what, i, m[2], line)
-			}
-			continue
-		}
-		if taskError.MatchString(line) {
-			if taskInside {
-				t.Fatalf("%s: the error blames the task, which is one of the job's replicas: %q", what, line)
-			}
-			continue
-		}
-		t.Fatalf("%s: the error line names no field: %q", what, line)
-	}
-	if crdAccepts(crd) && taskInside {
-		t.Fatalf("%s: the apiserver would store the job, but: %v", what, err)
-	}
-}
+var sizeError = regexp.MustCompile(`^TF_CONFIG would be \d+ bytes, over the \d+ bytes Linux allows`)
 
 // describe is the part of the groups the fuzzer varies.
 func describe(groups []v1beta1.TfReplicaSpec) string {
@@ -167,14 +99,14 @@ func describe(groups []v1beta1.TfReplicaSpec) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// FuzzTFConfig builds TF_CONFIG for fuzzed jobs: name, namespace, up to 8 replica groups of
-// any type, replica count and port, and the task asked for (inside its group or just past
-// either end). Whatever it gets it must not panic. A job the apiserver would store, asked for
-// one of its replicas, must build, unless the result would be too long for an environment
-// variable, which must be an error that says so. Any other refusal must name the field at
-// fault. Whatever builds is JSON whose cluster lists exactly the replicas of the job, each at
-// <job>-<type>-<index>.<namespace>.svc:<port>, with a port in 1-65535, and whose task is in
-// the cluster (an evaluator's in its own group, which the cluster leaves out).
+// FuzzTFConfig checks fuzzed jobs as the engine does before it builds any pod
+// (replicajob.Resolve), then builds the TF_CONFIG of one of their replicas: name, namespace, up
+// to 8 replica groups of any type, replica count and port. Whatever it gets it must not panic.
+// A job its CRD refuses must be refused, with every line the CRD says. A job the CRD takes must
+// resolve, unless TF_CONFIG would be too long for an environment variable, which must be an
+// error that says so. Whatever resolves gives JSON whose cluster lists exactly the replicas of
+// the job, each at <job>-<type>-<index>.<namespace>.svc:<port>, and whose task is the replica
+// asked for (an evaluator's outside the cluster, which leaves evaluators out).
 // Run it with: go test ./operator/tfjob -run '^$' -fuzz '^FuzzTFConfig$' -fuzztime 20s
 func FuzzTFConfig(f *testing.F) {
 	join := func(groups ...[]byte) []byte { return bytes.Join(groups, nil) }
@@ -184,11 +116,10 @@ func FuzzTFConfig(f *testing.F) {
 		name, ns  string
 		spec      []byte
 		taskGroup uint8
-		taskIndex int32
+		taskIndex uint32
 	}{
 		{"j", "ns", standard, 1, 1},
-		{"j", "ns", standard, 1, -2}, // one past the last worker
-		{"j", "ns", standard, 255, 0},
+		{"j", "ns", standard, 255, 7},
 		{"dist", "default", join(tfGroup(1, 0, 0), tfGroup(2, 3, 3333), tfGroup(3, 0, 2223), tfGroup(4, 1, 0)), 3, 0},
 		// Regression: the CRD takes 10000 replicas a group, but past about 4700 in all (under
 		// 1000 with the longest names) TF_CONFIG was built longer than Linux lets an
@@ -212,52 +143,29 @@ func FuzzTFConfig(f *testing.F) {
 		f.Add(seed.name, seed.ns, seed.spec, seed.taskGroup, seed.taskIndex)
 	}
 
-	f.Fuzz(func(t *testing.T, name, namespace string, spec []byte, taskGroup uint8, taskIndex int32) {
+	f.Fuzz(func(t *testing.T, name, namespace string, spec []byte, taskGroup uint8, taskIndex uint32) {
 		job := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 		job.Spec.ReplicaSpecs = decodeGroups(spec)
 		fw := tfjob.Framework{}
-		replicas := job.Groups()
+		what := fmt.Sprintf("job %q/%q %s", name, namespace, describe(job.Spec.ReplicaSpecs))
+		cluster, err := replicajob.Resolve(fw, job)
 
-		// The task: a group's type (or one the job does not have) and an index inside the
-		// group (taskIndex >= 0) or just past its end (-1 odd: -1; even: the group's size).
-		typ, index, taskInside := "ABSENT", 0, false
-		if len(replicas) > 0 && taskGroup != 255 {
-			r := replicas[int(taskGroup)%len(replicas)]
-			typ = r.Type
-			size := max(int(r.Replicas), 1)
-			switch {
-			case taskIndex >= 0:
-				index = int(taskIndex) % size
-				taskInside = int(r.Replicas) >= 1
-			case taskIndex%2 != 0:
-				index = -1
-			default:
-				index = size
+		if crd := crdvalidate.Validate(job); len(crd) > 0 {
+			if err == nil {
+				t.Fatalf("%s: the CRD refuses it (%v), but it resolved", what, crd)
 			}
-		}
-
-		env, err := fw.Env(job, replicas, typ, index)
-		var value string
-		if err == nil {
-			if len(env) != 1 || env[0].Name != "TF_CONFIG" {
-				t.Fatalf("env %+v: want TF_CONFIG alone", env)
+			for _, e := range crd {
+				if line := crdvalidate.Line(e); !strings.Contains(err.Error(), line) {
+					t.Fatalf("%s: the error does not say %q: %v", what, line, err)
+				}
 			}
-			value = env[0].Value
-			cfg, cfgErr := tfjob.TFConfig(job, replicas, typ, index)
-			if cfgErr != nil || cfg != value {
-				t.Fatalf("TFConfig disagrees with Env: %q, %v; Env gave %q", cfg, cfgErr, value)
-			}
+			return
 		}
 
 		// Expected: every replica of every group but the evaluators, as the apiserver would
 		// name its service, in the order of the spec.
 		want := map[string][]string{}
-		// wantSize is the cluster's length in JSON, which escapes some characters of names.
-		wantSize, escapes := 0, 0
-		for _, s := range []string{name, namespace} {
-			quoted, _ := json.Marshal(s)
-			escapes += len(quoted) - 2 - len(s)
-		}
+		wantSize := 0 // the cluster's length in JSON
 		for _, g := range job.Spec.ReplicaSpecs {
 			if g.TfReplicaType == v1beta1.TfReplicaEvaluator {
 				continue
@@ -270,65 +178,43 @@ func FuzzTFConfig(f *testing.F) {
 				port = v1beta1.DefaultTfPort
 			}
 			key := strings.ToLower(string(g.TfReplicaType))
-			for i := 0; i < min(n, 10001); i++ { // past 10000 it must not build: no need to know
+			for i := 0; i < n; i++ {
 				addr := name + "-" + key + "-" + strconv.Itoa(i) + "." + namespace + ".svc:" + strconv.Itoa(int(port))
 				want[key] = append(want[key], addr)
-				wantSize += len(addr) + escapes + 3 // quotes and comma
+				wantSize += len(addr) + 3 // quotes and comma
 			}
 		}
-
 		if err != nil {
-			checkRefusal(t, job, typ, index, taskInside, wantSize, err)
+			if !sizeError.MatchString(err.Error()) || wantSize < maxEnvString-1024 {
+				t.Fatalf("%s: the CRD takes it, its cluster is about %d bytes, but: %v", what, wantSize, err)
+			}
 			return
 		}
 
+		g := cluster.Groups[int(taskGroup)%len(cluster.Groups)]
+		index := int(taskIndex % uint32(g.Replicas))
+		value := tfjob.TFConfig(cluster, g.Type, index)
+		if env := fw.Env(cluster, g.Type, index); len(env) != 1 || env[0].Name != "TF_CONFIG" || env[0].Value != value {
+			t.Fatalf("env %+v: want TF_CONFIG alone, %q", env, value)
+		}
 		if size := len("TF_CONFIG=") + len(value) + 1; size > maxEnvString {
-			t.Fatalf("job %s: TF_CONFIG is %d bytes with its name, over the %d Linux allows one environment string: the container could not start", describe(job.Spec.ReplicaSpecs), size, maxEnvString)
+			t.Fatalf("%s: TF_CONFIG is %d bytes with its name, over the %d Linux allows one environment string: the container could not start", what, size, maxEnvString)
 		}
 		var cfg tfjob.Config
 		if err := json.Unmarshal([]byte(value), &cfg); err != nil {
 			t.Fatalf("TF_CONFIG %q is not JSON: %v", value, err)
 		}
-		if validation.IsDNS1123Subdomain(name) != nil || validation.IsDNS1123Label(namespace) != nil {
-			// No object can have these names (the apiserver checks them for every kind): JSON
-			// that reads back, with no panic, is all that can be asked.
-			return
-		}
-
-		allowed := map[string]bool{"master": true, "chief": true, "worker": true, "ps": true}
-		seen := map[string]bool{}
-		for key, addrs := range cfg.Cluster {
-			if !allowed[key] {
-				t.Fatalf("%s: cluster job %q is not a TensorFlow task type", value, key)
-			}
-			for _, a := range addrs {
-				if seen[a] {
-					t.Fatalf("%s: %s is in the cluster twice", value, a)
-				}
-				seen[a] = true
-				p, perr := strconv.Atoi(a[strings.LastIndex(a, ":")+1:])
-				if perr != nil || p < 1 || p > 65535 {
-					t.Fatalf("%s: address %s has no port in 1-65535", value, a)
-				}
-			}
-		}
-		crd := crdvalidate.ValidateAll(job)
-		for i, g := range job.Spec.ReplicaSpecs {
-			if refusedAt(crd, fmt.Sprintf("spec.replicaSpecs[%d].replicas", i)) {
-				t.Fatalf("%s: built for %s with replicas %d, which the CRD refuses: a cluster of that many replicas is not what was asked for", value, g.TfReplicaType, g.Replicas)
-			}
-		}
 		if !reflect.DeepEqual(cfg.Cluster, want) {
-			t.Fatalf("job %s: cluster\n%v\nwant\n%v", describe(job.Spec.ReplicaSpecs), cfg.Cluster, want)
+			t.Fatalf("%s: cluster\n%v\nwant\n%v", what, cfg.Cluster, want)
 		}
-		if cfg.Task.Type != strings.ToLower(typ) || cfg.Task.Index != index || cfg.Environment != "cloud" {
-			t.Fatalf("%s: task or environment is not what was asked for (%s %d)", value, typ, index)
+		if cfg.Task.Type != strings.ToLower(g.Type) || cfg.Task.Index != index || cfg.Environment != "cloud" {
+			t.Fatalf("%s: task or environment is not what was asked for (%s %d)", value, g.Type, index)
 		}
-		if typ == string(v1beta1.TfReplicaEvaluator) {
-			if _, in := cfg.Cluster["evaluator"]; in || !taskInside {
-				t.Fatalf("%s: evaluator %d: it must be outside the cluster and inside its group", value, index)
+		if g.Type == string(v1beta1.TfReplicaEvaluator) {
+			if _, in := cfg.Cluster["evaluator"]; in {
+				t.Fatalf("%s: evaluator %d: it must be outside the cluster", value, index)
 			}
-		} else if index < 0 || index >= len(cfg.Cluster[cfg.Task.Type]) {
+		} else if index >= len(cfg.Cluster[cfg.Task.Type]) {
 			t.Fatalf("%s: task %s %d is not in the cluster", value, cfg.Task.Type, index)
 		}
 	})

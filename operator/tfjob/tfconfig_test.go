@@ -7,18 +7,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
 func TestTFConfig(t *testing.T) {
 	job := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns"}}
 	job.Spec.ReplicaSpecs = []v1beta1.TfReplicaSpec{
-		{TfReplicaType: "CHIEF", Replicas: 1},
-		{TfReplicaType: "WORKER", Replicas: 2, TfPort: 3333},
-		{TfReplicaType: "PS"},
-		{TfReplicaType: "EVALUATOR", Replicas: 1},
+		{TfReplicaType: "CHIEF", Replicas: 1, Template: template},
+		{TfReplicaType: "WORKER", Replicas: 2, TfPort: 3333, Template: template},
+		{TfReplicaType: "PS", Template: template},
+		{TfReplicaType: "EVALUATOR", Replicas: 1, Template: template},
 	}
-	replicas := job.Groups()
+	cluster, err := replicajob.Resolve(tfjob.Framework{}, job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		typ   string
 		index int
@@ -29,10 +33,7 @@ func TestTFConfig(t *testing.T) {
 		// The evaluator is told the cluster but is not part of it.
 		{"EVALUATOR", 0, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`},
 	} {
-		got, err := tfjob.TFConfig(job, replicas, tc.typ, tc.index)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := tfjob.TFConfig(cluster, tc.typ, tc.index)
 		if got != tc.want {
 			t.Errorf("%s %d:\n got %s\nwant %s", tc.typ, tc.index, got, tc.want)
 		}

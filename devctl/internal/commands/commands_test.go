@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,16 +44,20 @@ func TestRepoRootFindsTheModule(t *testing.T) {
 }
 
 func TestCountStates(t *testing.T) {
-	job := func(s v1beta1.JobState) v1beta1.TfJob {
-		var j v1beta1.TfJob
+	// Any kind: the states are read through v1beta1.Job.
+	job := func(s v1beta1.JobState) runtime.Object {
+		var j v1beta1.PyTorchJob
 		j.Status.State = s
-		return j
+		return &j
 	}
-	got := countStates([]v1beta1.TfJob{
+	got := countStates([]runtime.Object{
 		job(v1beta1.JobStateFailed), job(v1beta1.JobStateRunning), job(""), job(v1beta1.JobStateRunning), job(v1beta1.JobStateSucceeded),
 	})
 	if want := "1 New, 2 Running, 1 Succeeded, 1 Failed"; got != want {
 		t.Errorf("countStates = %q, want %q", got, want)
+	}
+	if got := countStates(nil); got != "none" {
+		t.Errorf("countStates of none = %q", got)
 	}
 }
 

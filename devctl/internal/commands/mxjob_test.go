@@ -144,17 +144,3 @@ func TestConvertAnMXJob(t *testing.T) {
 		t.Errorf("warnings:\n%s", status.String())
 	}
 }
-
-func TestCountMXJobStates(t *testing.T) {
-	job := func(s v1beta1.JobState) v1beta1.MXJob {
-		var j v1beta1.MXJob
-		j.Status.State = s
-		return j
-	}
-	if got, want := countStates([]v1beta1.MXJob{job(v1beta1.JobStateRunning), job(v1beta1.JobStateSucceeded), job(v1beta1.JobStateRunning)}), "2 Running, 1 Succeeded"; got != want {
-		t.Errorf("countStates = %q, want %q", got, want)
-	}
-	if got := countStates([]v1beta1.MXJob{}); got != "none" {
-		t.Errorf("countStates of none = %q", got)
-	}
-}

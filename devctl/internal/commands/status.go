@@ -14,10 +14,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
-	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -161,24 +161,26 @@ func jobsByState(ctx context.Context, kube *clients, kind *v1beta1.Kind) string 
 	case err != nil:
 		return "cannot list: " + err.Error()
 	}
-	switch list := list.(type) {
-	case *v1beta1.TfJobList:
-		return countStates(list.Items)
-	case *v1beta1.MXJobList:
-		return countStates(list.Items)
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return "cannot count: " + err.Error()
 	}
-	return "cannot count a " + fmt.Sprintf("%T", list)
+	return countStates(items)
 }
 
-// countStates summarizes jobs of either kind by status.state, in a fixed order: "1 Running, 2
+// countStates summarizes jobs of any kind by status.state, in a fixed order: "1 Running, 2
 // Succeeded"; "none" when there are none.
-func countStates[J v1beta1.TfJob | v1beta1.MXJob](jobs []J) string {
+func countStates(jobs []runtime.Object) string {
 	if len(jobs) == 0 {
 		return "none"
 	}
 	counts := map[string]int{}
-	for i := range jobs {
-		state := string(follow.StatusOf(any(&jobs[i]).(client.Object)).State)
+	for _, obj := range jobs {
+		job, ok := obj.(v1beta1.Job)
+		if !ok {
+			return fmt.Sprintf("cannot count a %T", obj)
+		}
+		state := string(job.JobStatus().State)
 		if state == "" {
 			state = "New"
 		}

@@ -1,0 +1,124 @@
+package replicajob
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mlkube/mlkube/internal/crdvalidate"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+// Calls go one way: the engine checks a job once, before it builds any pod, and hands its
+// framework a Cluster, every replica's address resolved. A framework turns that into env and
+// never calls back into the engine.
+//
+// The check is the job's own CRD (internal/crdvalidate runs its schema and CEL rules in
+// process), so the rules are stated once, in the API types. The apiserver already refused what
+// breaks them at create; this catches a job stored before a rule existed, which would otherwise
+// start with a wrong cluster.
+
+// Cluster is a checked job as a framework sees it: its replica groups with defaults applied,
+// and where each replica is.
+type Cluster struct {
+	Groups []Group
+}
+
+// Group is one replica group and the address of each of its replicas.
+type Group struct {
+	Replica
+	// Hosts[i] is the DNS name of replica i, without a port.
+	Hosts []string
+}
+
+// Addr is replica i's host:port.
+func (g Group) Addr(i int) string { return net.JoinHostPort(g.Hosts[i], strconv.Itoa(int(g.Port))) }
+
+// Group is the group of type typ; ok is false when the job has none.
+func (c Cluster) Group(typ string) (g Group, ok bool) {
+	for _, g := range c.Groups {
+		if g.Type == typ {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// Size is how many replicas the job has in all.
+func (c Cluster) Size() int {
+	n := 0
+	for _, g := range c.Groups {
+		n += int(g.Replicas)
+	}
+	return n
+}
+
+// Resolve checks job against its CRD and returns its cluster. The error names every field the
+// CRD refuses, as the apiserver would have, or the variable of fw's env that no container could
+// start with, and says what to do.
+func Resolve(fw Framework, job v1beta1.Job) (Cluster, error) {
+	if errs := crdvalidate.Validate(job); len(errs) > 0 {
+		lines := make([]string, len(errs))
+		for i, e := range errs {
+			lines[i] = crdvalidate.Line(e)
+		}
+		return Cluster{}, fmt.Errorf("the job breaks its CRD's rules (it was stored before they existed): %s; delete it and create it again, fixed",
+			strings.Join(lines, "; "))
+	}
+	var c Cluster
+	for _, r := range job.Groups() {
+		g := Group{Replica: r, Hosts: make([]string, r.Replicas)}
+		for i := range g.Hosts {
+			g.Hosts[i] = ReplicaName(job.GetName(), r.Type, i) + "." + job.GetNamespace() + ".svc"
+		}
+		c.Groups = append(c.Groups, g)
+	}
+	return c, checkEnv(fw, c)
+}
+
+// maxEnvString is the most bytes Linux takes for one NAME=value string of a new process's
+// environment, NUL included (MAX_ARG_STRLEN: 32 pages of 4 KiB). A container given a longer
+// variable cannot start at all ("argument list too long").
+const maxEnvString = 32 * 4096
+
+// checkEnv says whether the framework's env fits the kernel, for every replica of c. A
+// variable grows with the replica's index, if at all (the digits of an index, a rank), so the
+// last replica of each group stands for the group.
+func checkEnv(fw Framework, c Cluster) error {
+	for _, g := range c.Groups {
+		if g.Replicas < 1 {
+			continue
+		}
+		for _, v := range fw.Env(c, g.Type, int(g.Replicas)-1) {
+			if size := len(v.Name) + 1 + len(v.Value) + 1; size > maxEnvString {
+				return fmt.Errorf("%s would be %d bytes, over the %d bytes Linux allows one environment variable, "+
+					"so the container could not start: use fewer replicas, or a shorter job name or namespace", v.Name, size, maxEnvString)
+			}
+		}
+	}
+	return nil
+}
+
+// resolved is a job's cluster, or why it has none, as of one generation of its spec.
+type resolved struct {
+	uid        types.UID
+	generation int64
+	cluster    Cluster
+	err        error
+}
+
+// resolve is Resolve, done once per generation of a job's spec.
+func (e *Reconciler) resolve(job v1beta1.Job) (Cluster, error) {
+	key := types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}
+	if v, ok := e.clusters.Load(key); ok {
+		if r := v.(resolved); r.uid == job.GetUID() && r.generation == job.GetGeneration() {
+			return r.cluster, r.err
+		}
+	}
+	c, err := Resolve(e.Framework, job)
+	e.clusters.Store(key, resolved{uid: job.GetUID(), generation: job.GetGeneration(), cluster: c, err: err})
+	return c, err
+}
