@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -30,42 +29,6 @@ func group(typ v1beta1.MXReplicaType, replicas int32) v1beta1.MXReplicaSpec {
 
 func newJob(ns, name string, groups ...v1beta1.MXReplicaSpec) *v1beta1.MXJob {
 	return &v1beta1.MXJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1beta1.MXJobSpec{ReplicaSpecs: groups}}
-}
-
-func env(pod corev1.Pod) map[string]string {
-	out := map[string]string{}
-	for _, e := range pod.Spec.Containers[0].Env {
-		out[e.Name] = e.Value
-	}
-	return out
-}
-
-// MXJob on the shared behaviour of the replica-job engine.
-func TestConformance(t *testing.T) {
-	jobtest.Conformance(t, jobtest.Kind{
-		Name: "MXJob", Decider: "SCHEDULER", Other: "WORKER",
-		NewJob: func(ns, name string, policy v1beta1.RunPolicy) client.Object {
-			job := newJob(ns, name, group(v1beta1.MXReplicaScheduler, 1), group(v1beta1.MXReplicaWorker, 2))
-			job.Spec.RunPolicy = policy
-			return job
-		},
-		Status: func(obj client.Object) *v1beta1.JobStatus { return &obj.(*v1beta1.MXJob).Status },
-		CheckEnv: func(t *testing.T, job client.Object, pod corev1.Pod) {
-			got := env(pod)
-			want := map[string]string{
-				"DMLC_ROLE":         pod.Labels["mlkube.io/replica-type"],
-				"DMLC_PS_ROOT_URI":  job.GetName() + "-scheduler-0." + job.GetNamespace() + ".svc",
-				"DMLC_PS_ROOT_PORT": "9091",
-				"DMLC_NUM_SERVER":   "0",
-				"DMLC_NUM_WORKER":   "2",
-			}
-			for k, v := range want {
-				if got[k] != v {
-					t.Errorf("pod %s: %s=%q, want %q", pod.Name, k, got[k], v)
-				}
-			}
-		},
-	})
 }
 
 func TestEnv(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -30,44 +29,6 @@ func group(typ v1beta1.PyTorchReplicaType, replicas int32) v1beta1.PyTorchReplic
 
 func newJob(ns, name string, groups ...v1beta1.PyTorchReplicaSpec) *v1beta1.PyTorchJob {
 	return &v1beta1.PyTorchJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1beta1.PyTorchJobSpec{ReplicaSpecs: groups}}
-}
-
-func env(pod corev1.Pod) map[string]string {
-	out := map[string]string{}
-	for _, e := range pod.Spec.Containers[0].Env {
-		out[e.Name] = e.Value
-	}
-	return out
-}
-
-// PyTorchJob on the shared behaviour of the replica-job engine.
-func TestConformance(t *testing.T) {
-	jobtest.Conformance(t, jobtest.Kind{
-		Name: "PyTorchJob", Decider: "MASTER", Other: "WORKER",
-		NewJob: func(ns, name string, policy v1beta1.RunPolicy) client.Object {
-			job := newJob(ns, name, group(v1beta1.PyTorchReplicaMaster, 1), group(v1beta1.PyTorchReplicaWorker, 2))
-			job.Spec.RunPolicy = policy
-			return job
-		},
-		Status: func(obj client.Object) *v1beta1.JobStatus { return obj.(v1beta1.Job).JobStatus() },
-		CheckEnv: func(t *testing.T, job client.Object, pod corev1.Pod) {
-			got := env(pod)
-			rank := "0"
-			if pod.Labels["mlkube.io/replica-type"] == "worker" {
-				rank = map[string]string{"0": "1", "1": "2"}[pod.Labels["mlkube.io/replica-index"]]
-			}
-			addr := job.GetName() + "-master-0." + job.GetNamespace() + ".svc"
-			want := map[string]string{
-				"MASTER_ADDR": addr, "MASTER_PORT": "23456", "WORLD_SIZE": "3", "RANK": rank,
-				"PET_MASTER_ADDR": addr, "PET_MASTER_PORT": "23456", "PET_NNODES": "3", "PET_NODE_RANK": rank, "PET_NPROC_PER_NODE": "1",
-			}
-			for k, v := range want {
-				if got[k] != v {
-					t.Errorf("pod %s: %s=%q, want %q", pod.Name, k, got[k], v)
-				}
-			}
-		},
-	})
 }
 
 func TestEnv(t *testing.T) {

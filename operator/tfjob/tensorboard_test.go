@@ -10,12 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 func TestTensorboardDeploymentServiceAndLink(t *testing.T) {
 	ns := namespace(t)
-	startOperator(t, ns)
+	jobtest.StartOperator(t, ns)
 	job := standardJob(ns, "tb")
 	job.Spec.Tensorboard = &v1beta1.TensorboardSpec{
 		LogDir:       "/logs/tb",
@@ -69,11 +70,16 @@ func TestTensorboardDeploymentServiceAndLink(t *testing.T) {
 	})
 
 	// TensorBoard outlives the job's end (the results are worth a look) and is not a replica.
-	kl := kubelet{T: t, NS: ns}
-	kl.Running(podNames("tb")...)
+	kl := jobtest.Kubelet{T: t, NS: ns}
+	kl.Running("tb-master-0", "tb-worker-0", "tb-worker-1", "tb-ps-0", "tb-ps-1")
 	kl.Exit("tb-master-0", 0, "Completed")
-	waitJob(t, ns, "tb", "done", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))
-	svcs := listServices(t, ns)
+	waitJob(t, ns, "tb", "done", func(j *v1beta1.TfJob) error {
+		if j.Status.State != v1beta1.JobStateSucceeded || j.Status.Phase != v1beta1.JobPhaseDone {
+			return errorf("state %q phase %q", j.Status.State, j.Status.Phase)
+		}
+		return nil
+	})
+	svcs := jobtest.ListServices(t, ns)
 	if _, ok := svcs["tb-tensorboard"]; !ok || len(svcs) != 1 {
 		t.Errorf("services after the end: %v, want only tb-tensorboard", keys(svcs))
 	}
@@ -93,12 +99,12 @@ func TestTensorboardDeploymentServiceAndLink(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "tensorboard removed", func() error {
+	jobtest.Eventually(t, "tensorboard removed", func() error {
 		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "tb-tensorboard"}, &appsv1.Deployment{})
 		if !apierrors.IsNotFound(err) {
 			return errorf("deployment: %v", err)
 		}
-		if n := len(listServices(t, ns)); n != 0 {
+		if n := len(jobtest.ListServices(t, ns)); n != 0 {
 			return errorf("%d services", n)
 		}
 		return nil

@@ -47,6 +47,11 @@ type Kind struct {
 	// Container is the container of each replica that gets the framework's env and whose exit
 	// code decides the replica's outcome.
 	Container string
+	// TypeField is the field of a replica group that holds its type: tfReplicaType.
+	TypeField string
+	// Types are the replica types, as the CRD's enum lists them; the first decides a job that
+	// has it (the framework's Decider says when).
+	Types []string
 	// Order is where the kind is listed: in the order kinds were added to mlkube.
 	Order int
 	// New and NewList make empty objects of the kind.

@@ -112,8 +112,10 @@ type MXJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, Order: 2,
-		New: func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} }},
+	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType",
+		Types: []string{string(MXReplicaScheduler), string(MXReplicaServer), string(MXReplicaWorker)},
+		Order: 2,
+		New:   func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} }},
 		&MXJob{}, &MXJobList{})
 }
 

@@ -110,8 +110,10 @@ type PyTorchJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, Order: 3,
-		New: func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} }},
+	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType",
+		Types: []string{string(PyTorchReplicaMaster), string(PyTorchReplicaWorker)},
+		Order: 3,
+		New:   func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} }},
 		&PyTorchJob{}, &PyTorchJobList{})
 }
 

@@ -160,8 +160,10 @@ type TfJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, Order: 1,
-		New: func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} }},
+	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType",
+		Types: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker), string(TfReplicaPS), string(TfReplicaEvaluator)},
+		Order: 1,
+		New:   func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} }},
 		&TfJob{}, &TfJobList{})
 }
 

@@ -1,4 +1,4 @@
-package tfjob_test
+package replicajob_test
 
 import (
 	"fmt"
@@ -15,8 +15,11 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// These tests run the operator against a real kube-apiserver and etcd (internal/jobtest).
-// There is no kubelet: the tests play its part by writing pod statuses.
+// The engine's behaviour tests: outcomes (outcome_test.go), restarts (restarts_test.go),
+// refusals, the unseen record, an operator restart. They run the operator against a real
+// kube-apiserver and etcd (internal/jobtest), with TfJob, the richest kind, as their vehicle;
+// TestConformance runs the shared part for every kind. There is no kubelet: the tests play its
+// part by writing pod statuses.
 
 var (
 	cfg *rest.Config

@@ -1,4 +1,4 @@
-package tfjob_test
+package replicajob_test
 
 import (
 	"context"

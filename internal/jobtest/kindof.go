@@ -1,0 +1,77 @@
+package jobtest
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+)
+
+// KindOf is the conformance kit of a framework's kind, made from its entry in v1beta1.Kinds
+// alone, so that every registered kind runs the same suite with no code of its own: a job of
+// one replica of its first type (which decides) and two WORKERs, and the check that every
+// replica's training container got exactly the env its framework gives that replica.
+func KindOf(fw replicajob.Framework) Kind {
+	k := fw.Kind()
+	decider := k.Types[0]
+	return Kind{
+		Name: k.Name, Decider: decider, Other: "WORKER",
+		NewJob: func(ns, name string, policy v1beta1.RunPolicy) client.Object {
+			return newJob(k, ns, name, policy, decider)
+		},
+		Status: func(obj client.Object) *v1beta1.JobStatus { return obj.(v1beta1.Job).JobStatus() },
+		CheckEnv: func(t *testing.T, job client.Object, pod corev1.Pod) {
+			t.Helper()
+			cluster, err := replicajob.Resolve(fw, job.(v1beta1.Job))
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := strings.ToUpper(pod.Labels[v1beta1.LabelReplicaType])
+			index, _ := strconv.Atoi(pod.Labels[v1beta1.LabelReplicaIndex])
+			want := fw.Env(cluster, typ, index)
+			for _, c := range pod.Spec.Containers {
+				if c.Name == k.Container && !reflect.DeepEqual(c.Env, want) {
+					t.Errorf("pod %s container %s env\n%+v\nwant the framework's\n%+v", pod.Name, c.Name, c.Env, want)
+				}
+			}
+			if got := fw.Decider(job.(v1beta1.Job).Groups()); got != decider {
+				t.Errorf("%s decides, want %s", got, decider)
+			}
+		},
+	}
+}
+
+// newJob builds a job of kind k as a manifest would spell it, so that it needs nothing of the
+// kind but the table's entry: one replica of type decider and two WORKERs.
+func newJob(k *v1beta1.Kind, ns, name string, policy v1beta1.RunPolicy, decider string) client.Object {
+	tmpl := map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": k.Container, "image": "mlkube/trainer:test"},
+	}}}
+	runPolicy, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&policy)
+	if err != nil {
+		panic(err)
+	}
+	manifest := map[string]any{
+		"apiVersion": v1beta1.GroupVersion.String(), "kind": k.Name,
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec": map[string]any{
+			"replicaSpecs": []any{
+				map[string]any{k.TypeField: decider, "replicas": int64(1), "template": tmpl},
+				map[string]any{k.TypeField: "WORKER", "replicas": int64(2), "template": tmpl},
+			},
+			"runPolicy": runPolicy,
+		},
+	}
+	job := k.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(manifest, job); err != nil {
+		panic(err)
+	}
+	return job
+}
