@@ -262,3 +262,28 @@ func Get(t *testing.T, ns, name string, obj client.Object) {
 	t.Helper()
 	Must(t, Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj))
 }
+
+// GetJob reads the job ns/name, of type T: jobtest.GetJob[v1beta1.TfJob](t, ns, name).
+func GetJob[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, ns, name string) P {
+	t.Helper()
+	job := P(new(T))
+	Get(t, ns, name, job)
+	return job
+}
+
+// WaitJob waits until the job ns/name satisfies cond, and returns it.
+func WaitJob[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, ns, name, what string, cond func(P) error) P {
+	t.Helper()
+	var job P
+	Eventually(t, name+": "+what, func() error {
+		job = GetJob[T, P](t, ns, name)
+		return cond(job)
+	})
+	return job
+}

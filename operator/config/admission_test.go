@@ -1,8 +1,6 @@
 package config_test
 
 import (
-	"github.com/mlkube/mlkube/operator/config"
-
 	"context"
 	"fmt"
 	"io/fs"
@@ -19,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mlkube/mlkube/internal/jobtest"
+	"github.com/mlkube/mlkube/operator/config"
 )
 
 // The admission test needs the real apiserver, whose PodSecurity admission plugin is on by

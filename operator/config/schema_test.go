@@ -1,14 +1,14 @@
 package config_test
 
 import (
-	"github.com/mlkube/mlkube/operator/config"
-
 	"io/fs"
 	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/operator/config"
 )
 
 // The apiserver prunes what a CRD's schema does not name. An object in the schema with no

@@ -2,10 +2,8 @@ package mxjob_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"maps"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mlkube/mlkube/internal/crdvalidate"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/mxjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
@@ -23,35 +22,15 @@ import (
 // CRD refuses.
 var mxTypes = []string{"SCHEDULER", "SERVER", "WORKER", "worker", "PS", ""}
 
-// outOfRange are the replica counts a negative fuzzed count stands for.
-var outOfRange = []int32{-1, 10001, math.MaxInt32, math.MinInt32}
-
-// mxGroup encodes a replica group for the fuzzer's spec bytes: the type, replicas (negative:
-// one of outOfRange) and port (signed 24 bits).
-func mxGroup(typ int, replicas int16, port int32) []byte {
-	b := binary.BigEndian.AppendUint16([]byte{byte(typ)}, uint16(replicas))
-	return append(b, byte(port>>16), byte(port>>8), byte(port))
-}
-
-// decodeGroups reads at most 6 groups (the CRD takes 3) of 6 bytes from spec. Each runs the pod
-// the CRD asks for (a container named mxnet, with an image), which the env does not depend on.
-func decodeGroups(spec []byte) []v1beta1.MXReplicaSpec {
+// decodeGroups reads at most 6 groups (the CRD takes 3) from spec. Each runs the pod the CRD
+// asks for (a container named mxnet, with an image), which the env does not depend on.
+func decodeGroups(spec []byte) ([]v1beta1.MXReplicaSpec, string) {
+	groups := jobtest.DecodeGroups(spec, mxTypes, 6)
 	var out []v1beta1.MXReplicaSpec
-	for len(spec) >= 6 && len(out) < 6 {
-		replicas := int32(int16(binary.BigEndian.Uint16(spec[1:])))
-		if replicas < 0 {
-			replicas = outOfRange[int(-(replicas+1))%len(outOfRange)]
-		}
-		port := (int32(spec[3])<<16 | int32(spec[4])<<8 | int32(spec[5])) << 8 >> 8
-		out = append(out, v1beta1.MXReplicaSpec{
-			MXReplicaType: v1beta1.MXReplicaType(mxTypes[int(spec[0])%len(mxTypes)]),
-			Replicas:      replicas,
-			Port:          port,
-			Template:      template,
-		})
-		spec = spec[6:]
+	for _, g := range groups {
+		out = append(out, v1beta1.MXReplicaSpec{MXReplicaType: v1beta1.MXReplicaType(g.Type), Replicas: g.Replicas, Port: g.Port, Template: template})
 	}
-	return out
+	return out, jobtest.Describe(groups)
 }
 
 var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: v1beta1.MXContainerName, Image: "mlkube/trainer:dev"}}}}
@@ -65,7 +44,7 @@ var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.
 // Run it with: go test ./operator/mxjob -run '^$' -fuzz '^FuzzEnv$' -fuzztime 20s
 func FuzzEnv(f *testing.F) {
 	join := func(groups ...[]byte) []byte { return bytes.Join(groups, nil) }
-	standard := join(mxGroup(0, 1, 9000), mxGroup(1, 2, 0), mxGroup(2, 3, 0))
+	standard := join(jobtest.FuzzGroup(0, 1, 9000), jobtest.FuzzGroup(1, 2, 0), jobtest.FuzzGroup(2, 3, 0))
 	for _, seed := range []struct {
 		name, ns  string
 		spec      []byte
@@ -74,16 +53,16 @@ func FuzzEnv(f *testing.F) {
 	}{
 		{"mx", "ns", standard, 1, 1},
 		{"mx", "ns", standard, 2, 2},
-		{strings.Repeat("a", 48), strings.Repeat("n", 63), join(mxGroup(2, 10000, 65535), mxGroup(0, 0, 1)), 1, 0},
-		{"mx", "ns", join(mxGroup(2, 2, 0)), 0, 0},                   // no scheduler
-		{"mx", "ns", join(mxGroup(0, 2, 0), mxGroup(2, 1, 0)), 0, 1}, // two schedulers
-		{"mx", "ns", join(mxGroup(0, 1, 70000), mxGroup(2, 1, 0)), 1, 0},
-		{"mx", "ns", join(mxGroup(0, 1, -1), mxGroup(2, 1, 0)), 1, 0},
-		{"mx", "ns", join(mxGroup(0, 1, 0), mxGroup(2, -2, 0)), 1, 0}, // 10001 workers
-		{"mx", "ns", join(mxGroup(0, 1, 0), mxGroup(2, -1, 0)), 1, 0}, // -1 workers
-		{"mx", "ns", join(mxGroup(0, 1, 0), mxGroup(2, 2, 0), mxGroup(2, 3, 0)), 1, 0},
-		{"mx", "ns", join(mxGroup(0, 1, 0), mxGroup(2, 2, 0), mxGroup(3, 3, 0)), 2, 0},
-		{"mx", "ns", join(mxGroup(0, 1, 0), mxGroup(4, 1, 0), mxGroup(5, 1, 0)), 1, 0},
+		{strings.Repeat("a", 48), strings.Repeat("n", 63), join(jobtest.FuzzGroup(2, jobtest.BigReplicas+500, 65535), jobtest.FuzzGroup(0, 0, 1)), 1, 0}, // 6000 workers
+		{"mx", "ns", join(jobtest.FuzzGroup(2, 2, 0)), 0, 0},                             // no scheduler
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 2, 0), jobtest.FuzzGroup(2, 1, 0)), 0, 1}, // two schedulers
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 70000), jobtest.FuzzGroup(2, 1, 0)), 1, 0},
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, -1), jobtest.FuzzGroup(2, 1, 0)), 1, 0},
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, -2, 0)), 1, 0}, // 10001 workers
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, -1, 0)), 1, 0}, // -1 workers
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(2, 3, 0)), 1, 0},
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(3, 3, 0)), 2, 0},
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(4, 1, 0), jobtest.FuzzGroup(5, 1, 0)), 1, 0},
 		{"mx", "ns", nil, 0, 0},
 		{"\n", "0", []byte("0"), 0, '<'},
 	} {
@@ -92,9 +71,10 @@ func FuzzEnv(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, name, namespace string, spec []byte, taskGroup uint8, taskIndex uint32) {
 		job := &v1beta1.MXJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-		job.Spec.ReplicaSpecs = decodeGroups(spec)
+		specs, groups := decodeGroups(spec)
+		job.Spec.ReplicaSpecs = specs
 		fw := mxjob.Framework{}
-		what := fmt.Sprintf("job %q/%q %s", namespace, name, describe(job.Spec.ReplicaSpecs))
+		what := fmt.Sprintf("job %q/%q %s", namespace, name, groups)
 		cluster, err := replicajob.Resolve(fw, job)
 		if err != nil {
 			if len(crdvalidate.Validate(job)) == 0 {
@@ -140,13 +120,4 @@ func orDefault(v, def int32) int32 {
 		return def
 	}
 	return v
-}
-
-// describe is the part of the groups the fuzzer varies.
-func describe(groups []v1beta1.MXReplicaSpec) string {
-	var parts []string
-	for _, g := range groups {
-		parts = append(parts, fmt.Sprintf("{%q replicas %d port %d}", g.MXReplicaType, g.Replicas, g.Port))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -68,15 +68,22 @@ func Resolve(fw Framework, job v1beta1.Job) (Cluster, error) {
 		return Cluster{}, fmt.Errorf("the job breaks its CRD's rules (it was stored before they existed): %s; delete it and create it again, fixed",
 			strings.Join(lines, "; "))
 	}
+	c := ClusterOf(job.GetNamespace(), job.GetName(), job.Groups()...)
+	return c, checkEnv(fw, c)
+}
+
+// ClusterOf is the cluster of job ns/name with these groups, unchecked: each replica at its
+// headless service's name.
+func ClusterOf(ns, name string, groups ...Replica) Cluster {
 	var c Cluster
-	for _, r := range job.Groups() {
-		g := Group{Replica: r, Hosts: make([]string, r.Replicas)}
+	for _, r := range groups {
+		g := Group{Replica: r, Hosts: make([]string, max(r.Replicas, 0))}
 		for i := range g.Hosts {
-			g.Hosts[i] = ReplicaName(job.GetName(), r.Type, i) + "." + job.GetNamespace() + ".svc"
+			g.Hosts[i] = ReplicaName(name, r.Type, i) + "." + ns + ".svc"
 		}
 		c.Groups = append(c.Groups, g)
 	}
-	return c, checkEnv(fw, c)
+	return c
 }
 
 // maxEnvString is the most bytes Linux takes for one NAME=value string of a new process's

@@ -2,10 +2,8 @@ package tfjob_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"reflect"
@@ -19,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mlkube/mlkube/internal/crdvalidate"
+	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
@@ -33,71 +32,20 @@ const maxEnvString = 32 * 4096
 // the CRD refuses.
 var fuzzTypes = []string{"MASTER", "CHIEF", "WORKER", "PS", "EVALUATOR", "worker", "Bogus", ""}
 
-// groupBytes is how many bytes of the fuzzed spec make one replica group: the type, replicas
-// (see fuzzReplicas) and port (signed 24 bits: negative, unset, 1-65535 and beyond).
-const groupBytes = 1 + 2 + 3
-
-// outOfRange are the replica counts a negative fuzzed count stands for: the CRD's bounds
-// crossed, and the extremes, which must be refused before anything is allocated for them.
-var outOfRange = []int32{-1, 10001, math.MaxInt32, math.MinInt32}
-
-// bigReplicas marks, in the fuzzer's int16, a count of thousands: one in 64 of the positive
-// values, so that most execs take microseconds, not milliseconds (a big cluster's JSON is
-// 100 KiB or more).
-const bigReplicas = 0x7e00
-
-// fuzzReplicas maps the fuzzer's int16 to a replica count: negative values to the counts of
-// outOfRange, values from bigReplicas to 2000-6088 in steps of 8 (around the count past which
-// TF_CONFIG no longer fits an environment variable: about 4700 with the shortest names), others
-// to 0-127.
-func fuzzReplicas(v int16) int32 {
-	switch {
-	case v < 0:
-		return outOfRange[int(-(v+1))%len(outOfRange)]
-	case v >= bigReplicas:
-		return 2000 + 8*int32(v-bigReplicas)
-	default:
-		return int32(v) % 128
-	}
-}
-
-// tfGroup encodes a replica group for the fuzzer's spec bytes.
-func tfGroup(typ int, replicas int16, port int32) []byte {
-	b := []byte{byte(typ)}
-	b = binary.BigEndian.AppendUint16(b, uint16(replicas))
-	return append(b, byte(port>>16), byte(port>>8), byte(port))
-}
-
 // decodeGroups reads at most 8 groups (the CRD takes 5) from spec. Each runs the pod the CRD
 // asks for (a container named tensorflow, with an image), which TF_CONFIG does not depend on.
-func decodeGroups(spec []byte) []v1beta1.TfReplicaSpec {
+func decodeGroups(spec []byte) ([]v1beta1.TfReplicaSpec, string) {
+	groups := jobtest.DecodeGroups(spec, fuzzTypes, 8)
 	var out []v1beta1.TfReplicaSpec
-	for len(spec) >= groupBytes && len(out) < 8 {
-		port := int32(spec[3])<<16 | int32(spec[4])<<8 | int32(spec[5])
-		port = port << 8 >> 8 // sign-extend the 24 bits
-		out = append(out, v1beta1.TfReplicaSpec{
-			TfReplicaType: v1beta1.TfReplicaType(fuzzTypes[int(spec[0])%len(fuzzTypes)]),
-			Replicas:      fuzzReplicas(int16(binary.BigEndian.Uint16(spec[1:]))),
-			TfPort:        port,
-			Template:      template,
-		})
-		spec = spec[groupBytes:]
+	for _, g := range groups {
+		out = append(out, v1beta1.TfReplicaSpec{TfReplicaType: v1beta1.TfReplicaType(g.Type), Replicas: g.Replicas, TfPort: g.Port, Template: template})
 	}
-	return out
+	return out, jobtest.Describe(groups)
 }
 
 var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: v1beta1.TfContainerName, Image: "mlkube/trainer:dev"}}}}
 
 var sizeError = regexp.MustCompile(`^TF_CONFIG would be \d+ bytes, over the \d+ bytes Linux allows`)
-
-// describe is the part of the groups the fuzzer varies.
-func describe(groups []v1beta1.TfReplicaSpec) string {
-	var parts []string
-	for _, g := range groups {
-		parts = append(parts, fmt.Sprintf("{%q replicas %d port %d}", g.TfReplicaType, g.Replicas, g.TfPort))
-	}
-	return "[" + strings.Join(parts, " ") + "]"
-}
 
 // FuzzTFConfig checks fuzzed jobs as the engine does before it builds any pod
 // (replicajob.Resolve), then builds the TF_CONFIG of one of their replicas: name, namespace, up
@@ -110,8 +58,8 @@ func describe(groups []v1beta1.TfReplicaSpec) string {
 // Run it with: go test ./operator/tfjob -run '^$' -fuzz '^FuzzTFConfig$' -fuzztime 20s
 func FuzzTFConfig(f *testing.F) {
 	join := func(groups ...[]byte) []byte { return bytes.Join(groups, nil) }
-	big := func(n int16) int16 { return bigReplicas + (n-2000)/8 } // n replicas: 2000, 2008 ... 6088
-	standard := join(tfGroup(0, 1, 0), tfGroup(2, 2, 0), tfGroup(3, 2, 0))
+	big := func(n int16) int16 { return jobtest.BigReplicas + (n-2000)/8 } // n replicas: 2000, 2008 ... 6088
+	standard := join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(3, 2, 0))
 	for _, seed := range []struct {
 		name, ns  string
 		spec      []byte
@@ -120,22 +68,22 @@ func FuzzTFConfig(f *testing.F) {
 	}{
 		{"j", "ns", standard, 1, 1},
 		{"j", "ns", standard, 255, 7},
-		{"dist", "default", join(tfGroup(1, 0, 0), tfGroup(2, 3, 3333), tfGroup(3, 0, 2223), tfGroup(4, 1, 0)), 3, 0},
+		{"dist", "default", join(jobtest.FuzzGroup(1, 0, 0), jobtest.FuzzGroup(2, 3, 3333), jobtest.FuzzGroup(3, 0, 2223), jobtest.FuzzGroup(4, 1, 0)), 3, 0},
 		// Regression: the CRD takes 10000 replicas a group, but past about 4700 in all (under
 		// 1000 with the longest names) TF_CONFIG was built longer than Linux lets an
 		// environment variable be.
-		{strings.Repeat("a", 48), strings.Repeat("n", 63), join(tfGroup(2, 100, 65535), tfGroup(3, big(2000), 1)), 1, 99},
-		{"j", "ns", join(tfGroup(2, big(4000), 0)), 0, 3999},
-		{"j", "ns", join(tfGroup(2, big(5000), 0)), 0, 0},
-		{"j", "ns", join(tfGroup(2, -1, 2222)), 0, 0}, // -1
-		{"j", "ns", join(tfGroup(2, -2, 2222)), 0, 0}, // 10001
-		{"j", "ns", join(tfGroup(2, -3, 2222)), 0, 0}, // MaxInt32
-		{"j", "ns", join(tfGroup(2, 1, 65536)), 0, 0},
-		{"j", "ns", join(tfGroup(2, 1, -1)), 0, 0},
-		{"j", "ns", join(tfGroup(2, 2, 0), tfGroup(5, 2, 0)), 0, 0}, // WORKER and worker
-		{"j", "ns", join(tfGroup(2, 2, 0), tfGroup(2, 1, 0)), 0, 0}, // WORKER twice
-		{"j", "ns", join(tfGroup(6, 1, 0), tfGroup(7, 1, 0)), 0, 0},
-		{"j", "ns", join(tfGroup(0, 2, 0), tfGroup(1, 1, 0)), 0, 1},
+		{strings.Repeat("a", 48), strings.Repeat("n", 63), join(jobtest.FuzzGroup(2, 100, 65535), jobtest.FuzzGroup(3, big(2000), 1)), 1, 99},
+		{"j", "ns", join(jobtest.FuzzGroup(2, big(4000), 0)), 0, 3999},
+		{"j", "ns", join(jobtest.FuzzGroup(2, big(5000), 0)), 0, 0},
+		{"j", "ns", join(jobtest.FuzzGroup(2, -1, 2222)), 0, 0}, // -1
+		{"j", "ns", join(jobtest.FuzzGroup(2, -2, 2222)), 0, 0}, // 10001
+		{"j", "ns", join(jobtest.FuzzGroup(2, -3, 2222)), 0, 0}, // MaxInt32
+		{"j", "ns", join(jobtest.FuzzGroup(2, 1, 65536)), 0, 0},
+		{"j", "ns", join(jobtest.FuzzGroup(2, 1, -1)), 0, 0},
+		{"j", "ns", join(jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(5, 2, 0)), 0, 0}, // WORKER and worker
+		{"j", "ns", join(jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(2, 1, 0)), 0, 0}, // WORKER twice
+		{"j", "ns", join(jobtest.FuzzGroup(6, 1, 0), jobtest.FuzzGroup(7, 1, 0)), 0, 0},
+		{"j", "ns", join(jobtest.FuzzGroup(0, 2, 0), jobtest.FuzzGroup(1, 1, 0)), 0, 1},
 		{"j", "ns", nil, 0, 0},
 		{"not.a-label", "ns", standard, 0, 0}, // the apiserver takes it; the CRD does not
 		{"j\xff\"", "n s", standard, 0, 0},
@@ -145,9 +93,10 @@ func FuzzTFConfig(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, name, namespace string, spec []byte, taskGroup uint8, taskIndex uint32) {
 		job := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-		job.Spec.ReplicaSpecs = decodeGroups(spec)
+		specs, groups := decodeGroups(spec)
+		job.Spec.ReplicaSpecs = specs
 		fw := tfjob.Framework{}
-		what := fmt.Sprintf("job %q/%q %s", name, namespace, describe(job.Spec.ReplicaSpecs))
+		what := fmt.Sprintf("job %q/%q %s", name, namespace, groups)
 		cluster, err := replicajob.Resolve(fw, job)
 
 		if crd := crdvalidate.Validate(job); len(crd) > 0 {

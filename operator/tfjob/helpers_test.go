@@ -41,18 +41,11 @@ func standardJob(ns, name string) *v1beta1.TfJob {
 
 func getJob(t *testing.T, ns, name string) *v1beta1.TfJob {
 	t.Helper()
-	var job v1beta1.TfJob
-	jobtest.Get(t, ns, name, &job)
-	return &job
+	return jobtest.GetJob[v1beta1.TfJob](t, ns, name)
 }
 
 // waitJob waits until the job satisfies cond.
 func waitJob(t *testing.T, ns, name, what string, cond func(*v1beta1.TfJob) error) *v1beta1.TfJob {
 	t.Helper()
-	var job *v1beta1.TfJob
-	jobtest.Eventually(t, name+": "+what, func() error {
-		job = getJob(t, ns, name)
-		return cond(job)
-	})
-	return job
+	return jobtest.WaitJob[v1beta1.TfJob](t, ns, name, what, cond)
 }

@@ -232,26 +232,31 @@ func usesSnakeCase(doc map[string]any) bool {
 	return false
 }
 
-// readJob reads what every job has: its metadata, and the spec to read further. The old
-// status is dropped: the operator writes a new one.
-func readJob(doc *fields, w *warnings) (metav1.ObjectMeta, *fields, error) {
+// readJob reads what every job has: its metadata, and the spec to read further, from the
+// document, which it returns to be checked for what nobody read. The old status is dropped: the
+// operator writes a new one.
+func readJob(docMap map[string]any, w *warnings) (*fields, metav1.ObjectMeta, *fields, error) {
+	var meta metav1.ObjectMeta
+	doc, err := object("", docMap)
+	if err != nil {
+		return nil, meta, nil, err
+	}
 	doc.lookup("apiVersion")
 	doc.lookup("kind")
-	meta, err := metadata(doc, w)
-	if err != nil {
-		return meta, nil, err
+	if meta, err = metadata(doc, w); err != nil {
+		return nil, meta, nil, err
 	}
 	if _, status, ok, _ := doc.raw("status"); ok && !isEmpty(status) {
 		w.add("dropped status: the operator writes the job's status afresh")
 	}
 	spec, ok, err := doc.object("spec")
 	if err != nil {
-		return meta, nil, err
+		return nil, meta, nil, err
 	}
 	if !ok {
-		return meta, nil, fmt.Errorf("spec is missing: a job needs its replica groups")
+		return nil, meta, nil, fmt.Errorf("spec is missing: a job needs its replica groups")
 	}
-	return meta, spec, nil
+	return doc, meta, spec, nil
 }
 
 // replicaGroup is one replica group as read, whatever the form and the kind.

@@ -102,11 +102,7 @@ func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error
 	} else {
 		w.add("converted from %s, an older API, to today's %s %s: keep the converted manifest in place of the old one", form.from, v1beta1.GroupVersion, k.Name)
 	}
-	doc, err := object("", docMap)
-	if err != nil {
-		return nil, err
-	}
-	meta, spec, err := readJob(doc, w)
+	doc, meta, spec, err := readJob(docMap, w)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,93 @@
+package config_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/mlkube/mlkube/internal/jobtest"
+	"github.com/mlkube/mlkube/operator"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/replicajob"
+)
+
+// jobOf is the conformance kit's job of fw's kind (its deciding type, then two WORKERs) as a
+// manifest, with edit applied to its replicaSpecs.
+func jobOf(t *testing.T, fw replicajob.Framework, ns, name string, edit func(specs []any) []any) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(jobtest.KindOf(fw).NewJob(ns, name, v1beta1.RunPolicy{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	specs, _, _ := unstructured.NestedSlice(obj, "spec", "replicaSpecs")
+	jobtest.Must(t, unstructured.SetNestedSlice(obj, edit(specs), "spec", "replicaSpecs"))
+	return u
+}
+
+// The rules that keep a kind's processes from starting with a wrong env live in its CRD: the
+// apiserver refuses such a job at create, naming the field and the fix.
+func TestEachKindsRules(t *testing.T) {
+	ns := jobtest.Namespace(t)
+	set := func(i int, field string, v any) func([]any) []any {
+		return func(specs []any) []any { specs[i].(map[string]any)[field] = v; return specs }
+	}
+	drop := func(i int) func([]any) []any {
+		return func(specs []any) []any { return append(specs[:i:i], specs[i+1:]...) }
+	}
+	renameContainer := func(specs []any) []any {
+		tmpl := specs[1].(map[string]any)["template"].(map[string]any)
+		tmpl["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["name"] = "main"
+		return specs
+	}
+	for _, fw := range operator.Frameworks {
+		k := fw.Kind()
+		decider := k.Types[0]
+		for _, tc := range []struct {
+			what string
+			edit func([]any) []any
+			want string
+		}{
+			{"no " + decider, drop(0), "replicaSpecs needs a " + decider + " group"},
+			{"an unknown type", set(1, k.TypeField, "BOGUS"), `Unsupported value: "BOGUS"`},
+			{"no " + k.Container + " container", renameContainer, fmt.Sprintf("needs a container named '%s'", k.Container)},
+			{"no replicas", set(1, "replicas", int64(0)), "should be greater than or equal to 1"},
+			{"10001 replicas", set(1, "replicas", int64(10001)), "should be less than or equal to 10000"},
+			{"two of " + decider, set(0, "replicas", int64(2)), "exactly one replica"},
+		} {
+			if k.Name == "TfJob" && tc.what == "no "+decider {
+				continue // a TfJob without a MASTER has its WORKER decide
+			}
+			t.Run(k.Name+"/"+tc.what, func(t *testing.T) {
+				job := jobOf(t, fw, ns, strings.ToLower(k.Name)+"-rules", tc.edit)
+				err := jobtest.Client.Create(context.Background(), job)
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("create: %v, want Invalid containing %q", err, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// replicaSpecs cannot change once a job exists, whatever its kind: its running replicas were
+// told the cluster's shape.
+func TestReplicaSpecsAreImmutable(t *testing.T) {
+	ns := jobtest.Namespace(t)
+	for _, fw := range operator.Frameworks {
+		t.Run(fw.Kind().Name, func(t *testing.T) {
+			job := jobOf(t, fw, ns, strings.ToLower(fw.Kind().Name)+"-immutable", func(s []any) []any { return s })
+			jobtest.Must(t, jobtest.Client.Create(context.Background(), job))
+			specs, _, _ := unstructured.NestedSlice(job.Object, "spec", "replicaSpecs")
+			specs[1].(map[string]any)["replicas"] = int64(4)
+			jobtest.Must(t, unstructured.SetNestedSlice(job.Object, specs, "spec", "replicaSpecs"))
+			if err := jobtest.Client.Update(context.Background(), job); err == nil || !strings.Contains(err.Error(), "replicaSpecs cannot change once the job exists") {
+				t.Errorf("changing replicas: %v", err)
+			}
+		})
+	}
+}
