@@ -22,7 +22,9 @@ import (
 func TestRunTheMXJobSample(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "mxjob")
-	r := devctlRun(t, "run", "../samples/mxjob-distributed.yaml", "-n", ns)
+	wait := startDevctl(t, "run", "../samples/mxjob-distributed.yaml", "-n", ns)
+	oneServicePerJob(t, c, ns, "mx-distributed", 5)
+	r := wait()
 	if r.code != 0 {
 		t.Fatalf("devctl run exited %d, want 0", r.code)
 	}

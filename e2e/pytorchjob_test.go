@@ -18,7 +18,9 @@ import (
 func TestRunThePyTorchJobSample(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "pytorchjob")
-	r := devctlRun(t, "run", "../samples/pytorchjob-distributed.yaml", "-n", ns)
+	wait := startDevctl(t, "run", "../samples/pytorchjob-distributed.yaml", "-n", ns)
+	oneServicePerJob(t, c, ns, "pytorch-distributed", 4)
+	r := wait()
 	if r.code != 0 {
 		t.Fatalf("devctl run exited %d, want 0", r.code)
 	}

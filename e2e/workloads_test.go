@@ -187,7 +187,9 @@ func matches(t *testing.T, what, text string, patterns ...string) {
 func TestRunTheDistributedSample(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "distributed")
-	r := devctlRun(t, "run", "../samples/tfjob-distributed.yaml", "-n", ns)
+	wait := startDevctl(t, "run", "../samples/tfjob-distributed.yaml", "-n", ns)
+	oneServicePerJob(t, c, ns, "distributed", 5)
+	r := wait()
 	if r.code != 0 {
 		t.Fatalf("devctl run exited %d, want 0", r.code)
 	}

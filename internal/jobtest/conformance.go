@@ -81,23 +81,33 @@ func ended(state v1beta1.JobState, reason string) func(*v1beta1.JobStatus) error
 // created with the framework's env, success decided by the framework's decider, exit codes,
 // restarts, backoff limit, deadline, TTL, clean-up, and an operator restart.
 func Conformance(t *testing.T, k Kind) {
-	t.Run("pods and services per replica with the framework's env", func(t *testing.T) {
+	t.Run("a pod per replica with the framework's env, one headless service per job", func(t *testing.T) {
 		ns := Namespace(t)
 		StartOperator(t, ns)
 		job, pods := k.create(t, ns, "env", v1beta1.RunPolicy{})
-		Eventually(t, "services", func() error {
-			if n := len(ListServices(t, ns)); n != 3 {
-				return Errorf("%d services, want 3", n)
+		var svc corev1.Service
+		Eventually(t, "the job's service", func() error {
+			svcs := ListServices(t, ns)
+			if len(svcs) != 1 {
+				return Errorf("%d services, want 1, the job's", len(svcs))
 			}
+			svc = svcs["env"]
 			return nil
 		})
 		Get(t, ns, "env", job)
+		if ref := svc.OwnerReferences; svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses ||
+			svc.Spec.Selector["mlkube.io/job-name"] != "env" || len(ref) != 1 || ref[0].UID != job.GetUID() {
+			t.Errorf("the job's service: %+v, owners %+v", svc.Spec, ref)
+		}
 		for name, pod := range pods {
 			if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].UID != job.GetUID() || ref[0].Kind != k.Name {
 				t.Errorf("pod %s owners %+v", name, ref)
 			}
 			if got := pod.Labels["mlkube.io/job-kind"]; got != strings.ToLower(k.Name) {
 				t.Errorf("pod %s job-kind label %q", name, got)
+			}
+			if pod.Spec.Hostname != name || pod.Spec.Subdomain != "env" {
+				t.Errorf("pod %s hostname %q subdomain %q: its address would not be %s.env.%s.svc", name, pod.Spec.Hostname, pod.Spec.Subdomain, name, ns)
 			}
 			k.CheckEnv(t, job, pod)
 		}
@@ -224,8 +234,8 @@ func Conformance(t *testing.T, k Kind) {
 			}
 			return nil
 		})
-		if n := len(ListServices(t, ns)); n != 3 {
-			t.Errorf("%d services, want 3", n)
+		if n := len(ListServices(t, ns)); n != 1 {
+			t.Errorf("%d services, want 1", n)
 		}
 	})
 }

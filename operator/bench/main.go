@@ -2,11 +2,13 @@
 // (`make bench`). For each N it starts a fresh kube-apiserver and etcd (internal/controlplane),
 // runs the operator binary with its default flags, creates N TfJobs of 8 replicas (1 MASTER,
 // 5 WORKER, 2 PS) and times the first create until every job's status says all its pods and
-// services exist (condition Created). On another fresh control plane it times the floor: the
-// same pods and services created directly, 16 at a time, with no client-side rate limit; and the
-// job floor: the same again plus what each job itself costs the apiserver (its create, one status
-// write, one event), also done directly. Its TfJobs are watched, not polled. With -costs it
-// measures instead what a job's own requests cost the apiserver (costs.go).
+// its service exist (condition Created). On other fresh control planes it times two floors,
+// each created directly, 16 requests at a time, with no client-side rate limit: the 16-object
+// floor, the 8 pods and 8 per-replica services a job needs in the layout every other TensorFlow
+// operator uses; and the job floor of mlkube's layout, 8 pods and one service a job plus what
+// each job itself costs the apiserver (its create, one status write, one event). Its TfJobs are
+// watched, not polled. With -costs it measures instead what a job's own requests cost the
+// apiserver (costs.go).
 package main
 
 import (
@@ -69,7 +71,7 @@ func main() {
 	atExit(func() { os.RemoveAll(filepath.Dir(bin)) })
 	defer os.RemoveAll(filepath.Dir(bin))
 	check(err)
-	fmt.Printf("| N | objects | floor (s) | operator (s) | ratio | job floor (s) | ratio to it | operator peak RSS (MiB) | operator CPU (s) | apiserver CPU (s) | floor apiserver CPU (s) | job floor apiserver CPU (s) |\n")
+	fmt.Printf("| N | objects | 16-object floor (s) | operator (s) | ratio | job floor (s) | ratio to it | operator peak RSS (MiB) | operator CPU (s) | apiserver CPU (s) | floor apiserver CPU (s) | job floor apiserver CPU (s) |\n")
 	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	var perJob []string
 	defer func() {
@@ -96,7 +98,7 @@ func main() {
 			floor, jobFloor = fmt.Sprintf("| - | %.1f | - |", r.took.Seconds()), " - | - |"
 		}
 		fmt.Printf("| %d | %d %s%s %.0f | %.1f | %.1f | %.1f | %.1f |\n",
-			n, n*16, floor, jobFloor, r.rssMiB, r.cpu, r.apiCPU, floorAPI, jobFloorAPI)
+			n, n*9, floor, jobFloor, r.rssMiB, r.cpu, r.apiCPU, floorAPI, jobFloorAPI)
 		perJob = append(perJob, fmt.Sprintf("N=%d: %s", n, describe(r.perJob)))
 	}
 }
@@ -190,27 +192,28 @@ func parallel(n int, f func(i int) error) error {
 }
 
 // runFloor creates the pods and services of n jobs directly, as fast as the apiserver takes
-// them, 16 requests at a time. With jobs, it also does directly what every job costs the
-// apiserver on the operator's path besides its pods and services: the TfJob's own create, one
-// status write and one event. That second floor is what no operator can go below.
+// them, 16 requests at a time. Without jobs: the 16-object floor, a service per replica. With
+// jobs: mlkube's layout, one service a job, and what every job costs the apiserver on the
+// operator's path besides: the TfJob's own create, one status write and one event. That job
+// floor is what no operator of this layout can go below.
 func runFloor(n int, withJobs bool) (time.Duration, float64) {
 	env, cfg, c := start()
 	defer env.Stop()
 	ctx := context.Background()
 	check(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "floor"}}))
-	perJob := floorObjects("floor", n)
+	objs := floorObjects("floor", n, withJobs)
 	api0 := apiserverCPU()
 	defer profile(cfg, fmt.Sprintf("floor-%d-jobs-%v", n, withJobs))()
 	t0 := time.Now()
 	if !withJobs {
-		check(parallel(n*16, func(i int) error { return c.Create(ctx, perJob[i/16][i%16]) }))
+		check(parallel(len(objs), func(i int) error { return c.Create(ctx, objs[i]) }))
 		return time.Since(t0), apiserverCPU() - api0
 	}
 	// Each kind of request 16 at a time, as the plain floor: the TfJobs, then their pods and
 	// services, then their status writes and events.
 	jobs := make([]*v1beta1.TfJob, n)
 	check(parallel(n, func(i int) error { jobs[i] = job("floor", i); return c.Create(ctx, jobs[i]) }))
-	check(parallel(n*16, func(i int) error { return c.Create(ctx, perJob[i/16][i%16]) }))
+	check(parallel(len(objs), func(i int) error { return c.Create(ctx, objs[i]) }))
 	check(parallel(n*2, func(i int) error {
 		j := jobs[i/2]
 		if i%2 == 0 {
@@ -221,37 +224,48 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 		return c.Create(ctx, &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "floor", Name: j.Name + ".created"},
 			EventTime:  metav1.NowMicro(), ReportingController: "bench", ReportingInstance: "bench",
-			Action: "Create", Reason: "Created", Note: "created 8 pods and 8 services", Type: corev1.EventTypeNormal,
+			Action: "Create", Reason: "Created", Note: "created 8 pods and 1 service", Type: corev1.EventTypeNormal,
 			Regarding: corev1.ObjectReference{APIVersion: v1beta1.GroupVersion.String(), Kind: "TfJob", Namespace: "floor", Name: j.Name, UID: j.UID},
 		})
 	}))
 	return time.Since(t0), apiserverCPU() - api0
 }
 
-// floorObjects are the pods and services of n jobs in namespace ns, as the operator would make
-// them (names, labels, a TF_CONFIG of about the same size), 16 per job.
-func floorObjects(ns string, n int) [][]client.Object {
-	perJob := make([][]client.Object, n)
+// floorObjects are the pods and services of n jobs in namespace ns, as an operator would make
+// them (names, labels, a TF_CONFIG of about the same size): with oneService, 8 pods and the
+// job's headless service; without, 8 pods and a service for each.
+func floorObjects(ns string, n int, oneService bool) []client.Object {
+	var objs []client.Object
 	for i := 0; i < n; i++ {
+		jobName := fmt.Sprintf("job-%d", i)
+		jobLabels := map[string]string{"mlkube.io/job-name": jobName, "mlkube.io/job-kind": "tfjob"}
+		if oneService {
+			objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobName, Labels: jobLabels},
+				Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: jobLabels, PublishNotReadyAddresses: true}})
+		}
 		for _, g := range groups {
 			for k := 0; k < g.n; k++ {
-				name := fmt.Sprintf("job-%d-%s-%d", i, strings.ToLower(g.typ), k)
-				labels := map[string]string{"mlkube.io/job-name": fmt.Sprintf("job-%d", i), "mlkube.io/replica-type": strings.ToLower(g.typ), "mlkube.io/replica-index": strconv.Itoa(k)}
-				perJob[i] = append(perJob[i],
-					&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-						Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:dev",
-							Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("x", 400)}}}}}},
-					&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-						Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Port: 2222}}}})
+				name := fmt.Sprintf("%s-%s-%d", jobName, strings.ToLower(g.typ), k)
+				labels := map[string]string{"mlkube.io/job-name": jobName, "mlkube.io/job-kind": "tfjob", "mlkube.io/replica-type": strings.ToLower(g.typ), "mlkube.io/replica-index": strconv.Itoa(k)}
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:dev",
+						Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("x", 400)}}}}}}
+				if oneService {
+					pod.Spec.Hostname, pod.Spec.Subdomain = name, jobName
+					objs = append(objs, pod)
+					continue
+				}
+				objs = append(objs, pod, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+					Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Port: 2222}}}})
 			}
 		}
 	}
-	return perJob
+	return objs
 }
 
 // createdStatus is the status write that says a job's pods and services exist.
 var createdStatus = []byte(`{"status":{"phase":"Running","state":"Running","replicas":"master 0/1 worker 0/5 ps 0/2",` +
-	`"conditions":[{"type":"Created","status":"True","reason":"PodsCreated","message":"created 8 pods and 8 services","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	`"conditions":[{"type":"Created","status":"True","reason":"PodsCreated","message":"created 8 pods and their addresses","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
 
 type result struct {
 	perJob      map[string]float64 // apiserver requests per job, by verb and resource
@@ -325,7 +339,7 @@ func runOperator(bin string, n int) result {
 	check(c.List(ctx, &pods, client.InNamespace("bench")))
 	var svcs corev1.ServiceList
 	check(c.List(ctx, &svcs, client.InNamespace("bench")))
-	if len(pods.Items) != n*8 || len(svcs.Items) != n*8 {
+	if len(pods.Items) != n*8 || len(svcs.Items) != n {
 		check(fmt.Errorf("%d pods and %d services for %d jobs", len(pods.Items), len(svcs.Items), n))
 	}
 	return r

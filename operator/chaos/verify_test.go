@@ -141,6 +141,7 @@ func (k *kubelet) verify(t *testing.T, n int) verdict {
 	jobtest.Must(t, err)
 	v := verdict{jobs: len(jobs)}
 	expected := map[string]int{} // pod name -> UIDs the plan explains
+	services := map[string]int{} // the jobs' services, one each, never replaced
 	owners := map[types.UID]string{}
 	for i := range n {
 		name := jobName(i)
@@ -151,6 +152,7 @@ func (k *kubelet) verify(t *testing.T, n int) verdict {
 			continue
 		}
 		owners[j.UID] = name
+		services[name] = 1
 		p := planOf(i)
 		for _, pod := range expectedPods(i) {
 			expected[pod] = 1
@@ -177,15 +179,16 @@ func (k *kubelet) verify(t *testing.T, n int) verdict {
 	k.mu.Lock()
 	v.halfDeleted = k.finishedDeletes
 	for kind, seen := range map[string]map[string][]types.UID{"pod": k.podUIDs, "service": k.svcUIDs} {
+		plan := expected
+		if kind == "service" {
+			plan = services
+		}
 		for name, uids := range seen {
-			want, ok := expected[name]
+			want, ok := plan[name]
 			if !ok {
 				v.unexpected++
 				v.problem("%s %s belongs to no job's plan", kind, name)
 				continue
-			}
-			if kind == "service" {
-				want = 1 // a service is never replaced
 			}
 			if len(uids) > want {
 				v.duplicates += len(uids) - want

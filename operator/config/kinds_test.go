@@ -40,6 +40,10 @@ func TestEachKindsRules(t *testing.T) {
 	drop := func(i int) func([]any) []any {
 		return func(specs []any) []any { return append(specs[:i:i], specs[i+1:]...) }
 	}
+	hostname := func(specs []any) []any {
+		specs[1].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["hostname"] = "mine"
+		return specs
+	}
 	renameContainer := func(specs []any) []any {
 		tmpl := specs[1].(map[string]any)["template"].(map[string]any)
 		tmpl["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["name"] = "main"
@@ -58,6 +62,7 @@ func TestEachKindsRules(t *testing.T) {
 			{"no " + k.Container + " container", renameContainer, fmt.Sprintf("needs a container named '%s'", k.Container)},
 			{"no replicas", set(1, "replicas", int64(0)), "should be greater than or equal to 1"},
 			{"10001 replicas", set(1, "replicas", int64(10001)), "should be less than or equal to 10000"},
+			{"a hostname in a template", hostname, "hostname and subdomain are set by the operator"},
 			{"two of " + decider, set(0, "replicas", int64(2)), "exactly one replica"},
 		} {
 			if k.Name == "TfJob" && tc.what == "no "+decider {

@@ -39,7 +39,7 @@ var template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.
 // any type, replica count and port, and the replica asked for. Whatever it gets it must not
 // panic. A job the CRD takes must resolve (replicajob.Resolve, the engine's check before it
 // builds a pod), and what resolves gives each replica the five variables ps-lite reads, once
-// each: its role, the scheduler at <job>-scheduler-0.<namespace>.svc and its port, and as many
+// each: its role, the scheduler at <job>-scheduler-0.<job>.<namespace>.svc and its port, and as many
 // servers and workers as the job asks for.
 // Run it with: go test ./operator/mxjob -run '^$' -fuzz '^FuzzEnv$' -fuzztime 20s
 func FuzzEnv(f *testing.F) {
@@ -103,7 +103,7 @@ func FuzzEnv(f *testing.F) {
 		}
 		want := map[string]string{
 			"DMLC_ROLE":         strings.ToLower(g.Type),
-			"DMLC_PS_ROOT_URI":  name + "-scheduler-0." + namespace + ".svc",
+			"DMLC_PS_ROOT_URI":  name + "-scheduler-0." + name + "." + namespace + ".svc",
 			"DMLC_PS_ROOT_PORT": strconv.Itoa(int(schedulerPort)),
 			"DMLC_NUM_SERVER":   strconv.Itoa(int(asked[v1beta1.MXReplicaServer])),
 			"DMLC_NUM_WORKER":   strconv.Itoa(int(asked[v1beta1.MXReplicaWorker])),

@@ -19,8 +19,8 @@ func TestEnv(t *testing.T) {
 		index int
 		want  string
 	}{
-		{"SERVER", 1, "DMLC_ROLE=server DMLC_PS_ROOT_URI=mx-scheduler-0.ns.svc DMLC_PS_ROOT_PORT=9000 DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=3"},
-		{"SCHEDULER", 0, "DMLC_ROLE=scheduler DMLC_PS_ROOT_URI=mx-scheduler-0.ns.svc DMLC_PS_ROOT_PORT=9000 DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=3"},
+		{"SERVER", 1, "DMLC_ROLE=server DMLC_PS_ROOT_URI=mx-scheduler-0.mx.ns.svc DMLC_PS_ROOT_PORT=9000 DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=3"},
+		{"SCHEDULER", 0, "DMLC_ROLE=scheduler DMLC_PS_ROOT_URI=mx-scheduler-0.mx.ns.svc DMLC_PS_ROOT_PORT=9000 DMLC_NUM_SERVER=2 DMLC_NUM_WORKER=3"},
 	} {
 		var got []string
 		for _, v := range fw.Env(cluster, tc.typ, tc.index) {

@@ -19,8 +19,8 @@ func TestEnv(t *testing.T) {
 		index int
 		want  string
 	}{
-		{"MASTER", 0, "MASTER_ADDR=pt-master-0.ns.svc MASTER_PORT=29500 WORLD_SIZE=4 RANK=0"},
-		{"WORKER", 2, "MASTER_ADDR=pt-master-0.ns.svc MASTER_PORT=29500 WORLD_SIZE=4 RANK=3"},
+		{"MASTER", 0, "MASTER_ADDR=pt-master-0.pt.ns.svc MASTER_PORT=29500 WORLD_SIZE=4 RANK=0"},
+		{"WORKER", 2, "MASTER_ADDR=pt-master-0.pt.ns.svc MASTER_PORT=29500 WORLD_SIZE=4 RANK=3"},
 	} {
 		vars := fw.Env(cluster, tc.typ, tc.index)
 		plain, pet := vars[:4], vars[4:8]

@@ -23,8 +23,15 @@ import (
 
 // Cluster is a checked job as a framework sees it: its replica groups with defaults applied,
 // and where each replica is.
+//
+// Every replica is found through the job's one headless service (services.go): its pod has
+// hostname <job>-<type>-<index> and that service as its subdomain, so its address is
+// <job>-<type>-<index>.<job>.<namespace>.svc. A job an older operator started has a service
+// per replica instead, and keeps it until it ends (ServicePerReplica).
 type Cluster struct {
 	Groups []Group
+	// ServicePerReplica is the older layout: replica i at <job>-<type>-<i>.<namespace>.svc.
+	ServicePerReplica bool
 }
 
 // Group is one replica group and the address of each of its replicas.
@@ -73,13 +80,21 @@ func Resolve(fw Framework, job v1beta1.Job) (Cluster, error) {
 }
 
 // ClusterOf is the cluster of job ns/name with these groups, unchecked: each replica at its
-// headless service's name.
+// name in the job's service.
 func ClusterOf(ns, name string, groups ...Replica) Cluster {
-	var c Cluster
+	return clusterOf(ns, name, false, groups...)
+}
+
+func clusterOf(ns, name string, perReplica bool, groups ...Replica) Cluster {
+	domain := "." + JobServiceName(name) + "." + ns + ".svc"
+	if perReplica {
+		domain = "." + ns + ".svc"
+	}
+	c := Cluster{ServicePerReplica: perReplica}
 	for _, r := range groups {
 		g := Group{Replica: r, Hosts: make([]string, max(r.Replicas, 0))}
 		for i := range g.Hosts {
-			g.Hosts[i] = ReplicaName(name, r.Type, i) + "." + ns + ".svc"
+			g.Hosts[i] = ReplicaName(name, r.Type, i) + domain
 		}
 		c.Groups = append(c.Groups, g)
 	}
@@ -128,4 +143,16 @@ func (e *Reconciler) resolve(job v1beta1.Job) (Cluster, error) {
 	c, err := Resolve(e.Framework, job)
 	e.clusters.Store(key, resolved{uid: job.GetUID(), generation: job.GetGeneration(), cluster: c, err: err})
 	return c, err
+}
+
+// withServicePerReplica is c in the older layout, for a job an older operator started.
+func withServicePerReplica(c Cluster, job v1beta1.Job) Cluster {
+	if c.ServicePerReplica {
+		return c
+	}
+	var groups []Replica
+	for _, g := range c.Groups {
+		groups = append(groups, g.Replica)
+	}
+	return clusterOf(job.GetNamespace(), job.GetName(), true, groups...)
 }

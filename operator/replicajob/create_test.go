@@ -3,6 +3,7 @@ package replicajob_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -23,17 +24,17 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 	var svcs map[string]corev1.Service
 	eventually(t, "services", func() error {
 		svcs = listServices(t, ns)
-		if len(svcs) != 5 {
-			return errorf("want 5 services, have %d", len(svcs))
+		if len(svcs) != 1 {
+			return errorf("want 1 service, the job's, have %d", len(svcs))
 		}
 		return nil
 	})
 	job = getJob(t, ns, "mnist")
 
 	wantCluster := map[string][]string{
-		"master": {"mnist-master-0." + ns + ".svc:2222"},
-		"worker": {"mnist-worker-0." + ns + ".svc:2222", "mnist-worker-1." + ns + ".svc:2222"},
-		"ps":     {"mnist-ps-0." + ns + ".svc:2222", "mnist-ps-1." + ns + ".svc:2222"},
+		"master": {"mnist-master-0.mnist." + ns + ".svc:2222"},
+		"worker": {"mnist-worker-0.mnist." + ns + ".svc:2222", "mnist-worker-1.mnist." + ns + ".svc:2222"},
+		"ps":     {"mnist-ps-0.mnist." + ns + ".svc:2222", "mnist-ps-1.mnist." + ns + ".svc:2222"},
 	}
 	for name, pod := range pods {
 		typ, index := pod.Labels[replicajob.LabelReplicaType], pod.Labels[replicajob.LabelReplicaIndex]
@@ -59,16 +60,17 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 			t.Errorf("pod %s cluster %v, want %v", name, cfg.Cluster, wantCluster)
 		}
 
-		svc, ok := svcs[name]
-		if !ok {
-			t.Fatalf("no service for pod %s", name)
+		// Its address, <pod>.mnist.<ns>.svc, through the job's service.
+		if pod.Spec.Hostname != name || pod.Spec.Subdomain != "mnist" {
+			t.Errorf("pod %s hostname %q subdomain %q", name, pod.Spec.Hostname, pod.Spec.Subdomain)
 		}
-		if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 2222 || !svc.Spec.PublishNotReadyAddresses {
-			t.Errorf("service %s: clusterIP %q ports %+v publishNotReady %v", name, svc.Spec.ClusterIP, svc.Spec.Ports, svc.Spec.PublishNotReadyAddresses)
-		}
-		if svc.Spec.Selector[replicajob.LabelReplicaIndex] != index || svc.Spec.Selector[replicajob.LabelReplicaType] != typ {
-			t.Errorf("service %s selects %v", name, svc.Spec.Selector)
-		}
+	}
+	svc := svcs["mnist"]
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || len(svc.Spec.Ports) != 0 {
+		t.Errorf("the job's service: clusterIP %q ports %+v publishNotReady %v", svc.Spec.ClusterIP, svc.Spec.Ports, svc.Spec.PublishNotReadyAddresses)
+	}
+	if want := map[string]string{replicajob.LabelJobName: "mnist", replicajob.LabelJobKind: "tfjob"}; !maps.Equal(svc.Spec.Selector, want) {
+		t.Errorf("the job's service selects %v, want %v", svc.Spec.Selector, want)
 	}
 
 	job = waitJob(t, ns, "mnist", "Created condition", func(j *v1beta1.TfJob) error {
@@ -83,7 +85,7 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 	if job.Status.StartTime == nil {
 		t.Error("startTime not set")
 	}
-	waitEvent(t, ns, "mnist", "Created", "created 5 pods and 5 services")
+	waitEvent(t, ns, "mnist", "Created", "created 5 pods and 1 service")
 
 	// All running: phase Running, Running condition, ready counts in the summary column.
 	kubelet{T: t, NS: ns}.Running(podNames("mnist")...)

@@ -92,7 +92,7 @@ func (e *Reconciler) shownExtras(ctx context.Context, ext Extension, job v1beta1
 			if !ok || !ownedBy(obj, job.GetUID()) {
 				continue
 			}
-			if _, replica := obj.GetLabels()[LabelReplicaType]; replica {
+			if replicaObject(obj, job) {
 				continue
 			}
 			shown[kindName(obj)+"/"+obj.GetName()] = obj

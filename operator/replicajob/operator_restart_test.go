@@ -36,8 +36,8 @@ func TestOperatorRestartMidJob(t *testing.T) {
 		}
 		return nil
 	})
-	if n := len(listServices(t, ns)); n != 5 {
-		t.Errorf("%d services after the restart, want 5", n)
+	if n := len(listServices(t, ns)); n != 1 {
+		t.Errorf("%d services after the restart, want 1, the job's", n)
 	}
 	job := waitJob(t, ns, "resume", "restart counted once", func(j *v1beta1.TfJob) error {
 		if j.Status.Restarts != 1 || len(j.Status.CountedFailures) != 0 {

@@ -41,7 +41,7 @@ func TestMasterSuccessEndsJobAndCleansRunningPods(t *testing.T) {
 		t.Error("completionTime not set")
 	}
 	waitPods(t, ns, "ok-master-0", "ok-worker-0", "ok-worker-1")
-	eventually(t, "replica services deleted", func() error {
+	eventually(t, "the job's service deleted", func() error {
 		if n := len(listServices(t, ns)); n != 0 {
 			return errorf("%d services left", n)
 		}
@@ -137,7 +137,7 @@ func TestCleanPodPolicyAllAndNone(t *testing.T) {
 		svcs   int
 	}{
 		{v1beta1.CleanPodPolicyAll, nil, 0},
-		{v1beta1.CleanPodPolicyNone, podNames("c"), 5},
+		{v1beta1.CleanPodPolicyNone, podNames("c"), 1},
 	} {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			ns := namespace(t)

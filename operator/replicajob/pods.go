@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -76,6 +75,11 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 		pod.Labels[k] = v
 	}
 	pod.Spec.RestartPolicy = podRestartPolicy(r.RestartPolicy)
+	if !cluster.ServicePerReplica {
+		// Its address: <hostname>.<subdomain>.<namespace>.svc, through the job's service.
+		pod.Spec.Hostname = pod.Name
+		pod.Spec.Subdomain = JobServiceName(job.GetName())
+	}
 
 	env := e.Framework.Env(cluster, r.Type, index)
 	for i := range pod.Spec.Containers {
@@ -122,29 +126,7 @@ func hasPort(c *corev1.Container, port int32) bool {
 	return false
 }
 
-// newService builds the headless service that gives replica (r.Type, index) a stable DNS name.
-func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1.Service {
-	labels := replicaLabels(e.Framework.Kind().Name, job, r.Type, index)
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            ReplicaName(job.GetName(), r.Type, index),
-			Namespace:       job.GetNamespace(),
-			Labels:          labels,
-			OwnerReferences: []metav1.OwnerReference{ownerRef(e.Framework.Kind().Name, job)},
-		},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: corev1.ClusterIPNone,
-			Selector:  labels,
-			// Replicas dial each other while starting up, before any is ready.
-			PublishNotReadyAddresses: true,
-			Ports: []corev1.ServicePort{{
-				Name: replicaPortName, Port: r.Port, TargetPort: intstr.FromInt32(r.Port), Protocol: corev1.ProtocolTCP,
-			}},
-		},
-	}
-}
-
-// Build returns the services and pods the engine creates for job, as they are sent to the
+// Build returns the service and pods the engine creates for job, as they are sent to the
 // apiserver, with no apiserver needed: for checks such as dry runs of what a job would create.
 // The error is why the engine would fail the job instead (cluster.go).
 func (e *Reconciler) Build(job v1beta1.Job) ([]client.Object, error) {
@@ -152,10 +134,10 @@ func (e *Reconciler) Build(job v1beta1.Job) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []client.Object
+	out := []client.Object{e.newJobService(job)}
 	for _, g := range cluster.Groups {
 		for i := 0; i < int(g.Replicas); i++ {
-			out = append(out, e.newService(job, g.Replica, i), e.newPod(job, cluster, g.Replica, i))
+			out = append(out, e.newPod(job, cluster, g.Replica, i))
 		}
 	}
 	return out, nil

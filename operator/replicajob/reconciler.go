@@ -138,9 +138,12 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	replicas, pods, services, err := e.observe(ctx, job, groups)
+	replicas, pods, services, perReplica, err := e.observe(ctx, job, groups)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if perReplica {
+		cluster = withServicePerReplica(cluster, job)
 	}
 
 	// Decisions (a counted restart, the job's outcome) are written before they are acted on:
@@ -270,48 +273,58 @@ func (e *Reconciler) now() time.Time {
 }
 
 // observe lists the job's pods and services and pairs them with the replicas the spec asks for.
-func (e *Reconciler) observe(ctx context.Context, job ctrl.Object, groups []Replica) ([]*replica, map[string]*corev1.Pod, map[string]*corev1.Service, error) {
+// perReplica says the job has the older layout, a service per replica (services.go): an older
+// operator started it.
+func (e *Reconciler) observe(ctx context.Context, job ctrl.Object, groups []Replica) (replicas []*replica, pods map[string]*corev1.Pod, services map[string]*corev1.Service, perReplica bool, err error) {
 	// By the owner index: a cache lookup of this job's objects, not a scan of the namespace
-	// (which would make a thousand jobs cost a million comparisons per round). Replica objects
-	// only: a framework's extras (TensorBoard) are owned by the job too.
-	sel := []ctrl.ListOption{
-		ctrl.InNamespace(job.GetNamespace()),
-		ctrl.MatchingFields{OwnerIndex: string(job.GetUID())},
-		ctrl.HasLabels{LabelReplicaType},
-	}
+	// (which would make a thousand jobs cost a million comparisons per round). Replica pods
+	// only, and the job's services: a framework's extras (TensorBoard) are owned by the job too.
+	owned := []ctrl.ListOption{ctrl.InNamespace(job.GetNamespace()), ctrl.MatchingFields{OwnerIndex: string(job.GetUID())}}
 	var podList corev1.PodList
-	if err := e.Client.List(ctx, &podList, sel...); err != nil {
-		return nil, nil, nil, err
+	if err := e.Client.List(ctx, &podList, append(owned, ctrl.HasLabels{LabelReplicaType})...); err != nil {
+		return nil, nil, nil, false, err
 	}
 	var svcList corev1.ServiceList
-	if err := e.Client.List(ctx, &svcList, sel...); err != nil {
-		return nil, nil, nil, err
+	if err := e.Client.List(ctx, &svcList, owned...); err != nil {
+		return nil, nil, nil, false, err
 	}
-	pods := map[string]*corev1.Pod{}
+	pods = map[string]*corev1.Pod{}
 	for i := range podList.Items {
 		if p := &podList.Items[i]; ownedBy(p, job.GetUID()) {
 			pods[p.Name] = p
 		}
 	}
-	services := map[string]*corev1.Service{}
+	services = map[string]*corev1.Service{}
+	jobService := JobServiceName(job.GetName())
 	for i := range svcList.Items {
-		if s := &svcList.Items[i]; ownedBy(s, job.GetUID()) {
-			services[s.Name] = s
+		s := &svcList.Items[i]
+		if !ownedBy(s, job.GetUID()) {
+			continue
 		}
+		if !replicaObject(s, job) {
+			continue // a framework's extra
+		}
+		if s.Name != jobService {
+			perReplica = true
+		}
+		services[s.Name] = s
 	}
-	var replicas []*replica
+	_, shown := services[jobService]
 	for _, g := range groups {
 		for i := 0; i < int(g.Replicas); i++ {
 			r := &replica{group: g, index: i, name: ReplicaName(job.GetName(), g.Type, i)}
 			r.pod = pods[r.name]
-			_, r.service = services[r.name]
+			r.service = shown
+			if perReplica {
+				_, r.service = services[r.name]
+			}
 			if r.pod != nil {
 				r.verdict = Judge(r.pod, e.Framework.Kind().Container, g.RestartPolicy)
 			}
 			replicas = append(replicas, r)
 		}
 	}
-	return replicas, pods, services, nil
+	return replicas, pods, services, perReplica, nil
 }
 
 func ownedBy(obj metav1.Object, uid types.UID) bool {
@@ -344,8 +357,11 @@ func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, cluster Cluste
 		wait = soonest(wait, left)
 		return left == 0
 	}
+	if len(replicas) > 0 && !cluster.ServicePerReplica && missing("service/"+JobServiceName(job.GetName()), replicas[0].service) {
+		objs = append(objs, e.newJobService(job))
+	}
 	for _, r := range replicas {
-		if missing("service/"+r.name, r.service) {
+		if cluster.ServicePerReplica && missing("service/"+r.name, r.service) {
 			objs = append(objs, e.newService(job, r.group, r.index))
 		}
 		if missing("pod/"+r.name, r.pod != nil) {

@@ -91,8 +91,12 @@ func clash(ctx context.Context, reader ctrl.Reader, job ctrl.Object, obj ctrl.Ob
 		return nil
 	}
 	r := &Refusal{Kind: kind, Name: obj.GetName(), Reason: "NameClash", Permanent: true}
+	naming, shared := fmt.Sprintf("replica %ss are named <job>-<type>-<index>", kind), "replica names (<job>-<type>-<index>)"
+	if _, isService := obj.(*corev1.Service); isService && obj.GetName() == JobServiceName(job.GetName()) {
+		naming, shared = "a job's service is named as the job", "a name"
+	}
 	if ref == nil {
-		r.Err = fmt.Errorf("%s %s already exists and no job owns it: replica %ss are named <job>-<type>-<index>; delete it or give this job another name", kind, obj.GetName(), kind)
+		r.Err = fmt.Errorf("%s %s already exists and no job owns it: %s; delete it or give this job another name", kind, obj.GetName(), naming)
 		return r
 	}
 	if ownerGone(ctx, reader, have.GetNamespace(), ref) {
@@ -100,7 +104,7 @@ func clash(ctx context.Context, reader ctrl.Reader, job ctrl.Object, obj ctrl.Ob
 		r.Err = fmt.Errorf("%s %s still belongs to %s %s, which was deleted; waiting for the garbage collector to remove it", kind, obj.GetName(), ref.Kind, ref.Name)
 		return r
 	}
-	r.Err = fmt.Errorf("%s %s already exists and belongs to %s %s: two jobs in one namespace cannot share replica names (<job>-<type>-<index>); give this job another name", kind, obj.GetName(), ref.Kind, ref.Name)
+	r.Err = fmt.Errorf("%s %s already exists and belongs to %s %s: two jobs in one namespace cannot share %s; give this job another name", kind, obj.GetName(), ref.Kind, ref.Name, shared)
 	return r
 }
 

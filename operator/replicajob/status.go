@@ -94,7 +94,7 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 
 	if allCreated && !meta.IsStatusConditionTrue(status.Conditions, v1beta1.JobCreated) {
 		setCondition(status, v1beta1.JobCreated, metav1.ConditionTrue, "ReplicasCreated",
-			fmt.Sprintf("created %d pods and their services", len(replicas)), now)
+			fmt.Sprintf("created %d pods and their addresses", len(replicas)), now)
 	}
 
 	if finished(status) {

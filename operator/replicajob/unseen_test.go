@@ -33,7 +33,7 @@ import (
 func TestCreatedObjectsAreNotCreatedTwice(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	must(t, k8s.Create(ctx, standardJob(ns, "lagging"))) // 5 replicas: 5 pods and 5 services
+	must(t, k8s.Create(ctx, standardJob(ns, "lagging"))) // 5 replicas: 5 pods and the job's service
 
 	var creates atomic.Int32
 	var mu sync.Mutex
@@ -102,11 +102,11 @@ func TestCreatedObjectsAreNotCreatedTwice(t *testing.T) {
 	}
 
 	reconcileOnce()
-	wantCreates(10, "first reconcile")
+	wantCreates(6, "first reconcile")
 	if res := reconcileOnce(); res.RequeueAfter <= 0 || res.RequeueAfter > 30*time.Second {
 		t.Errorf("a reconcile waiting for its objects to show asks to be requeued after %v, want within 30s", res.RequeueAfter)
 	}
-	wantCreates(10, "a reconcile before the cache shows them")
+	wantCreates(6, "a reconcile before the cache shows them")
 	// Nor is the status written from that partial view: it would be written again moments later.
 	if job := getJob(t, ns, "lagging"); job.Status.StartTime != nil || len(job.Status.Conditions) > 0 {
 		t.Errorf("status written before the cache showed the objects: %+v", job.Status)
@@ -115,22 +115,22 @@ func TestCreatedObjectsAreNotCreatedTwice(t *testing.T) {
 	// Shown, then deleted (as a restart deletes a pod): created again at once.
 	showAll()
 	reconcileOnce()
-	wantCreates(10, "a reconcile that sees them all")
+	wantCreates(6, "a reconcile that sees them all")
 	if job := getJob(t, ns, "lagging"); !apimeta.IsStatusConditionTrue(job.Status.Conditions, v1beta1.JobCreated) {
 		t.Errorf("once the cache shows every object the status says Created; it is %+v", job.Status)
 	}
 	deleteNow(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lagging-worker-1"}})
 	reconcileOnce()
-	wantCreates(11, "a reconcile after a pod it had seen was deleted")
+	wantCreates(7, "a reconcile after a pod it had seen was deleted")
 
 	// Never shown, and deleted before it was: taken to exist until createdTTL (30s) has passed,
 	// then created again.
 	deleteNow(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lagging-worker-1"}})
 	reconcileOnce()
-	wantCreates(11, "a reconcile while the pod it created is not shown yet")
+	wantCreates(7, "a reconcile while the pod it created is not shown yet")
 	now = now.Add(31 * time.Second)
 	reconcileOnce()
-	wantCreates(12, "a reconcile 31s after creating a pod the cache never showed")
+	wantCreates(8, "a reconcile 31s after creating a pod the cache never showed")
 	if _, ok := listPods(t, ns)["lagging-worker-1"]; !ok {
 		t.Errorf("pod lagging-worker-1 was not created again")
 	}

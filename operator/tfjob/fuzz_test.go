@@ -53,7 +53,7 @@ var sizeError = regexp.MustCompile(`^TF_CONFIG would be \d+ bytes, over the \d+ 
 // A job its CRD refuses must be refused, with every line the CRD says. A job the CRD takes must
 // resolve, unless TF_CONFIG would be too long for an environment variable, which must be an
 // error that says so. Whatever resolves gives JSON whose cluster lists exactly the replicas of
-// the job, each at <job>-<type>-<index>.<namespace>.svc:<port>, and whose task is the replica
+// the job, each at <job>-<type>-<index>.<job>.<namespace>.svc:<port>, and whose task is the replica
 // asked for (an evaluator's outside the cluster, which leaves evaluators out).
 // Run it with: go test ./operator/tfjob -run '^$' -fuzz '^FuzzTFConfig$' -fuzztime 20s
 func FuzzTFConfig(f *testing.F) {
@@ -128,7 +128,7 @@ func FuzzTFConfig(f *testing.F) {
 			}
 			key := strings.ToLower(string(g.TfReplicaType))
 			for i := 0; i < n; i++ {
-				addr := name + "-" + key + "-" + strconv.Itoa(i) + "." + namespace + ".svc:" + strconv.Itoa(int(port))
+				addr := name + "-" + key + "-" + strconv.Itoa(i) + "." + name + "." + namespace + ".svc:" + strconv.Itoa(int(port))
 				want[key] = append(want[key], addr)
 				wantSize += len(addr) + 3 // quotes and comma
 			}

@@ -28,10 +28,10 @@ func TestTFConfig(t *testing.T) {
 		index int
 		want  string
 	}{
-		{"CHIEF", 0, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"chief","index":0},"environment":"cloud"}`},
-		{"WORKER", 1, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"worker","index":1},"environment":"cloud"}`},
+		{"CHIEF", 0, `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"ps":["j-ps-0.j.ns.svc:2222"],"worker":["j-worker-0.j.ns.svc:3333","j-worker-1.j.ns.svc:3333"]},"task":{"type":"chief","index":0},"environment":"cloud"}`},
+		{"WORKER", 1, `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"ps":["j-ps-0.j.ns.svc:2222"],"worker":["j-worker-0.j.ns.svc:3333","j-worker-1.j.ns.svc:3333"]},"task":{"type":"worker","index":1},"environment":"cloud"}`},
 		// The evaluator is told the cluster but is not part of it.
-		{"EVALUATOR", 0, `{"cluster":{"chief":["j-chief-0.ns.svc:2222"],"ps":["j-ps-0.ns.svc:2222"],"worker":["j-worker-0.ns.svc:3333","j-worker-1.ns.svc:3333"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`},
+		{"EVALUATOR", 0, `{"cluster":{"chief":["j-chief-0.j.ns.svc:2222"],"ps":["j-ps-0.j.ns.svc:2222"],"worker":["j-worker-0.j.ns.svc:3333","j-worker-1.j.ns.svc:3333"]},"task":{"type":"evaluator","index":0},"environment":"cloud"}`},
 	} {
 		got := tfjob.TFConfig(cluster, tc.typ, tc.index)
 		if got != tc.want {

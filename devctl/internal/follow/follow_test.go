@@ -276,8 +276,8 @@ func TestFollowAJobThroughARestart(t *testing.T) {
 }
 
 // An MXJob is followed the same way: its replicas by their MXNet roles, the mxnet container's
-// logs and exits, the job's lines as mxjob, and its end when the scheduler exits 0. A TfJob of
-// the same name in the same namespace is another job: its pods are not this one's.
+// logs and exits, the job's lines as mxjob, and its end when the scheduler exits 0. A TfJob's pod
+// under the same job name is another job's, not this one's.
 func TestFollowAnMXJob(t *testing.T) {
 	ns := namespace(t)
 	startOperator(t, ns)
@@ -291,9 +291,11 @@ func TestFollowAnMXJob(t *testing.T) {
 		mx(v1beta1.MXReplicaScheduler, 1), mx(v1beta1.MXReplicaServer, 1), mx(v1beta1.MXReplicaWorker, 1),
 	}}}
 	must(t, k8s.Create(ctx, job))
-	twin := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mx"}, Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{
-		group(v1beta1.TfReplicaMaster, 1), // mx-master-0: pod names do not clash
-	}}}
+	// A pod labelled as a TfJob's of the same name (made by hand; a real TfJob named mx would
+	// clash with this job on its service): follow must not take it for this job's.
+	twin := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mx-master-0", Labels: map[string]string{
+		v1beta1.LabelJobName: "mx", v1beta1.LabelJobKind: "tfjob", v1beta1.LabelReplicaType: "master", v1beta1.LabelReplicaIndex: "0",
+	}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:test"}}}}
 	must(t, k8s.Create(ctx, twin))
 
 	logs := &fakeLogs{lines: map[types.UID][]string{}, container: "mxnet"}
