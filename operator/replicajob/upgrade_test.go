@@ -3,6 +3,8 @@ package replicajob_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +75,7 @@ func TestJobOfAnOlderOperatorKeepsItsLayoutToTheEnd(t *testing.T) {
 	}
 	svcs := listServices(t, ns)
 	if _, made := svcs["old"]; made || len(svcs) != 5 {
-		t.Errorf("services %v: want the 5 of the old layout and no job service", keys(svcs))
+		t.Errorf("services %v: want the 5 of the old layout and no job service", slices.Sorted(maps.Keys(svcs)))
 	}
 
 	// The master's exit 0 ends the job; clean-up (All) leaves nothing.
@@ -82,16 +84,8 @@ func TestJobOfAnOlderOperatorKeepsItsLayoutToTheEnd(t *testing.T) {
 	waitJob(t, ns, "old", "succeeded", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))
 	eventually(t, "nothing left", func() error {
 		if pods, svcs := listPods(t, ns), listServices(t, ns); len(pods)+len(svcs) != 0 {
-			return errorf("pods %v services %v", keys(pods), keys(svcs))
+			return errorf("pods %v services %v", slices.Sorted(maps.Keys(pods)), slices.Sorted(maps.Keys(svcs)))
 		}
 		return nil
 	})
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
