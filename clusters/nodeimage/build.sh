@@ -34,7 +34,9 @@ kindfiles=$(cd "$root" && go mod download sigs.k8s.io/kind && go list -m -f '{{.
 [ -d "$kindfiles" ] || die "kind's base files not found at $kindfiles"
 
 # Everything that shapes the image goes into the recipe hash, kind's files included.
-recipe=$( (cat "$0"; find "$here/files" "$here/pause" "$kindfiles" -type f | sort | xargs cat; cat "$root/hack/kubernetes/go.mod" "$root/hack/coredns/go.mod"; echo "$kind_version") | sha256sum | cut -c1-16)
+# Each folder's files in their own sorted order: where the checkout and the module cache lie
+# must not change the order, so that a fresh module cache (CI's first step) finds the same image.
+recipe=$( (cat "$0"; for d in "$here/files" "$here/pause" "$kindfiles"; do (cd "$d" && find . -type f | LC_ALL=C sort | xargs cat); done; cat "$root/hack/kubernetes/go.mod" "$root/hack/coredns/go.mod"; echo "$kind_version") | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{ index .Config.Labels "mlkube.io/recipe" }}' "$tag" 2>/dev/null || true)" = "$recipe" ]; then
   echo "nodeimage: $tag is up to date (recipe $recipe)" >&2
   echo "$tag"
