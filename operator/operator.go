@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -175,15 +176,32 @@ func trimmedCache() cache.Options {
 	if req, err := labels.NewRequirement(replicajob.LabelJobName, selection.Exists, nil); err == nil {
 		owned = owned.Add(*req)
 	}
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:     {Label: owned, Transform: stripPodSpec},
-			&corev1.Service{}: {Label: owned, Transform: stripServiceSpec},
-			// TensorBoard's; without the selector every Deployment of the cluster is cached.
-			&appsv1.Deployment{}: {Label: owned},
-		},
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Pod{}:     {Label: owned, Transform: stripPodSpec},
+		&corev1.Service{}: {Label: owned, Transform: stripServiceSpec},
+		// TensorBoard's; without the selector every Deployment of the cluster is cached.
+		&appsv1.Deployment{}: {Label: owned},
 	}
+	for _, k := range v1beta1.Kinds {
+		byObject[k.New()] = cache.ByObject{Transform: stripLastApplied}
+	}
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
+}
+
+// stripLastApplied drops what `kubectl apply` keeps in a job's annotations: a second copy of the
+// whole job, as JSON, which would double each applied job in memory. The engine reads no job
+// annotation and writes only the status, so nothing it sends can drop the annotation.
+func stripLastApplied(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			if len(a) == 0 {
+				o.SetAnnotations(nil)
+			}
+		}
+	}
+	return obj, nil
 }
 
 // stripPodSpec drops what the engine never reads from a cached pod: it judges replicas by

@@ -52,3 +52,37 @@ func TestCacheHoldsOnlyTheJobsDeployments(t *testing.T) {
 		return nil
 	})
 }
+
+// A job applied with kubectl carries a second copy of itself in an annotation. The cache leaves
+// it out, and the operator's status writes leave it on the stored job.
+func TestCacheLeavesOutLastAppliedButKeepsItStored(t *testing.T) {
+	ns := namespace(t)
+	mgr, err := operator.New(cfg, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	job := standardJob(ns, "applied")
+	job.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"TfJob"}`, "team": "vision"}
+	must(t, k8s.Create(context.Background(), job))
+	eventually(t, "the job Created, as the cache holds it", func() error {
+		var cached v1beta1.TfJob
+		if err := mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(job), &cached); err != nil {
+			return err
+		}
+		if condition(&cached, v1beta1.JobCreated) == nil {
+			return errorf("not Created yet")
+		}
+		if _, ok := cached.Annotations[corev1.LastAppliedConfigAnnotation]; ok || cached.Annotations["team"] != "vision" {
+			return errorf("cached annotations %v, want only team", cached.Annotations)
+		}
+		return nil
+	})
+	var stored v1beta1.TfJob
+	must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(job), &stored))
+	if stored.Annotations[corev1.LastAppliedConfigAnnotation] != `{"kind":"TfJob"}` || stored.Annotations["team"] != "vision" {
+		t.Fatalf("stored annotations after the operator's writes: %v", stored.Annotations)
+	}
+}
