@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,15 +135,21 @@ func clusterClient(t *testing.T) (client.Client, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := operator.Scheme()
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: clusterScheme(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, cfg
+}
+
+// clusterScheme knows the jobs' kinds, the built-in kinds and CRDs.
+func clusterScheme(t *testing.T) *kruntime.Scheme {
+	t.Helper()
+	scheme := operator.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {

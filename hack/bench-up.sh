@@ -3,26 +3,41 @@
 # existing cluster with nothing changed (no-op: hack/up.sh, the node image check and devctl's
 # build check included), against a bare `kind create cluster` with the same node image, N times
 # each, and prints the medians:
-#   hack/bench-up.sh [N]     (default 3; needs a Docker engine and the node image)
+#   hack/bench-up.sh [N] [WORKERS]   (default 3 and 0; needs a Docker engine and the node image)
+# With WORKERS, both make clusters of one control plane and that many workers: devctl with
+# --workers (flannel), bare kind with the config devctl generates for it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 n=${1:-3}
+workers=${2:-0}
 image=$(clusters/nodeimage/build.sh | tail -n 1)
 go build -o bin/devctl ./devctl/cmd/devctl
 go build -o bin/kind sigs.k8s.io/kind
 export KUBECONFIG=$(mktemp)
-trap 'rm -f "$KUBECONFIG"' EXIT
+nets=$(mktemp -d)
+trap 'rm -rf "$KUBECONFIG" "$nets"' EXIT
+config=clusters/kind.yaml up_flags=()
+if [ "$workers" -gt 0 ]; then
+  # As kindcluster.MultiNodeConfig writes it.
+  config=$nets/kind.yaml up_flags=(--workers "$workers")
+  printf 'kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n' > "$config"
+  for i in $(seq 0 "$workers"); do
+    role=worker; [ "$i" -gt 0 ] || role=control-plane
+    printf -- '- role: %s\n  extraMounts:\n  - hostPath: %s\n    containerPath: /etc/cni/net.d\n' "$role" "$nets/node-$i" >> "$config"
+  done
+fi
 
 secs() { local s=$(date +%s.%N); "$@" >/dev/null 2>&1; awk -v a="$(date +%s.%N)" -v b="$s" 'BEGIN {printf "%.2f", a - b}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 kind=() cold=() warm=() noop=()
 for i in $(seq 1 "$n"); do
-  kind+=("$(secs bin/kind create cluster --name bench-kind --image "$image" --config clusters/kind.yaml --wait 5m)")
+  rm -rf "$nets"/node-*; mkdir -p $(seq -f "$nets/node-%g" 0 "$workers")
+  kind+=("$(secs bin/kind create cluster --name bench-kind --image "$image" --config "$config" --wait 5m)")
   bin/kind delete cluster --name bench-kind >/dev/null 2>&1
-  cold+=("$(secs bin/devctl up --name bench-devctl --image "$image")")
-  warm+=("$(secs bin/devctl up --name bench-devctl --image "$image")")
+  cold+=("$(secs bin/devctl up --name bench-devctl --image "$image" "${up_flags[@]}")")
+  warm+=("$(secs bin/devctl up --name bench-devctl --image "$image" "${up_flags[@]}")")
   noop+=("$(secs hack/up.sh --name bench-devctl)")
   bin/devctl down --name bench-devctl >/dev/null 2>&1
   echo "run $i: kind create ${kind[-1]}s, devctl up cold ${cold[-1]}s, warm ${warm[-1]}s, make up no-op ${noop[-1]}s" >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Kubernetes programs from Go modules (never downloaded binaries), at the versions that
-# hack/kubernetes/go.mod and hack/coredns/go.mod pin, into a cache outside the clone:
+# hack/kubernetes/go.mod, hack/coredns/go.mod and hack/flannel*/go.mod pin, into a cache outside
+# the clone:
 #   hack/build-kubernetes.sh kube-apiserver etcd kubectl
 # prints one absolute path per program, in order. A program already built at its version is
 # reused, so a fresh clone on a machine that built them once pays nothing. While one builds
@@ -20,6 +21,8 @@ locate() {
   case $1 in
     etcd) echo "kubernetes go.etcd.io/etcd/server/v3 $(pinned kubernetes go.etcd.io/etcd/server/v3)" ;;
     coredns) echo "coredns github.com/coredns/coredns $(pinned coredns github.com/coredns/coredns)" ;;
+    flanneld) echo "flannel github.com/flannel-io/flannel $(pinned flannel github.com/flannel-io/flannel)" ;;
+    flannel-cni) echo "flannel-cni github.com/containernetworking/plugins/plugins/meta/flannel $(pinned flannel-cni github.com/containernetworking/plugins)" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubelet|kubeadm|kubectl)
       echo "kubernetes k8s.io/kubernetes/cmd/$1 $k8s_version" ;;
     *) echo "build-kubernetes.sh: unknown program $1" >&2; return 1 ;;
@@ -37,6 +40,11 @@ mkdir -p "$cache"
 for name in "$@"; do
   read -r module pkg version < <(locate "$name")
   out="$cache/$name-$version"
+  flags=$ldflags cgo=0
+  if [ "$name" = flanneld ]; then
+    # flannel's udp backend is C; it runs on the node's Debian base, the glibc of this machine's.
+    flags+=" -X github.com/flannel-io/flannel/pkg/version.Version=$version" cgo=1
+  fi
   # One build of a program at a time, however many scripts ask for it at once.
   exec {lock}>"$out.lock"
   if ! flock -n "$lock"; then
@@ -50,7 +58,7 @@ for name in "$@"; do
     # keeps go's messages, shown without those names when the build fails.
     log=$(mktemp "${TMPDIR:-/tmp}/build-kubernetes.XXXXXX")
     progress_start "building $name $version" "$log"
-    (cd "$root/hack/$module" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -v -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") 2> "$log" \
+    (cd "$root/hack/$module" && CGO_ENABLED=$cgo GOFLAGS=-mod=readonly go build -v -trimpath -ldflags "$flags" -o "$out.tmp" "$pkg") 2> "$log" \
       || { status=$?; grep -v -E '^[^[:space:]:#]+$' "$log" >&2; exit "$status"; }
     progress_end
     rm -f "$log"

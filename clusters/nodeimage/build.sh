@@ -6,8 +6,11 @@
 # containerd, runc and CNI plugins, kind's base files and entrypoint (from the kind Go module),
 # and Kubernetes built from Go modules (hack/build-kubernetes.sh): kubeadm, kubelet and kubectl
 # on the node, the control-plane images (apiserver, controller-manager, scheduler, proxy, etcd,
-# CoreDNS, pause) preloaded into the node's containerd. A static bridge CNI config replaces
-# kindnet, which cannot be had offline, so clusters are single-node (networking.disableDefaultCNI).
+# CoreDNS, pause) preloaded into the node's containerd. kindnet cannot be had offline. In its
+# place: for one node, a static bridge CNI config (networking.disableDefaultCNI); for several,
+# flannel (host-gw), built from Go modules, preloaded, and installed by kind as the node image's
+# default CNI manifest (files/kind/manifests/default-cni.yaml). devctl up --workers hides the
+# static config from multi-node clusters.
 #
 # Docker's image store is the cache: an image whose recipe label matches this recipe is reused,
 # and the Debian base is kept as its own image, so a rebuild after a change here is quick.
@@ -36,7 +39,7 @@ kindfiles=$(cd "$root" && go mod download sigs.k8s.io/kind && go list -m -f '{{.
 # Everything that shapes the image goes into the recipe hash, kind's files included.
 # Each folder's files in their own sorted order: where the checkout and the module cache lie
 # must not change the order, so that a fresh module cache (CI's first step) finds the same image.
-recipe=$( (cat "$0"; for d in "$here/files" "$here/pause" "$kindfiles"; do (cd "$d" && find . -type f | LC_ALL=C sort | xargs cat); done; cat "$root/hack/kubernetes/go.mod" "$root/hack/coredns/go.mod"; echo "$kind_version") | sha256sum | cut -c1-16)
+recipe=$( (cat "$0"; for d in "$here/files" "$here/pause" "$kindfiles"; do (cd "$d" && find . -type f | LC_ALL=C sort | xargs cat); done; for d in "$root/hack/flannel" "$root/hack/flannel-cni"; do (cd "$d" && find . -type f | LC_ALL=C sort | xargs cat); done; cat "$root/hack/kubernetes/go.mod" "$root/hack/coredns/go.mod"; echo "$kind_version") | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{ index .Config.Labels "mlkube.io/recipe" }}' "$tag" 2>/dev/null || true)" = "$recipe" ]; then
   echo "nodeimage: $tag is up to date (recipe $recipe)" >&2
   echo "$tag"
@@ -65,7 +68,7 @@ cleanup() {
 trap cleanup EXIT
 
 step "Kubernetes $k8s programs (built from Go modules, cached)"
-programs=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns)
+programs=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd coredns flanneld flannel-cni)
 mapfile -t paths < <("$root/hack/build-kubernetes.sh" "${programs[@]}")
 [ "${#paths[@]}" -eq "${#programs[@]}" ] || die "building Kubernetes programs failed"
 declare -A bin
@@ -126,8 +129,19 @@ for ref in "${refs[@]}"; do
   esac
   progress_end
 done
-progress_start "docker save of the control-plane images"
-docker save -o "$work/images.tar" "${refs[@]}"
+# flannel sets up iptables and nftables rules: the Debian base, as kube-proxy. The default CNI
+# manifest names this tag.
+flannel_ref="mlkube/flannel:$(pinned hack/flannel/go.mod github.com/flannel-io/flannel)"
+progress_start "$flannel_ref"
+replacing "$flannel_ref"
+c=$(docker create --entrypoint /usr/local/bin/flanneld "$base")
+docker cp "${bin[flanneld]}" "$c:/usr/local/bin/flanneld"
+docker commit -c "$path_env" -c 'ENTRYPOINT ["/usr/local/bin/flanneld"]' "$c" "$flannel_ref" >/dev/null
+docker rm "$c" >/dev/null
+progress_end
+grep -q "image: $flannel_ref" "$here/files/kind/manifests/default-cni.yaml" || die "default-cni.yaml does not name $flannel_ref"
+progress_start "docker save of the control-plane images and flannel"
+docker save -o "$work/images.tar" "${refs[@]}" "$flannel_ref"
 progress_end
 
 step "Node image $tag"
@@ -138,6 +152,8 @@ progress_start "copying kind's files, ours, the programs and the images into the
 docker cp "$kindfiles/." "$build_container:/"
 docker cp "$here/files/." "$build_container:/"
 for p in kubeadm kubelet kubectl; do docker cp "${bin[$p]}" "$build_container:/usr/bin/$p"; done
+# Beside Debian's plugins, so that it is linked into /opt/cni/bin with them.
+docker cp "${bin[flannel-cni]}" "$build_container:/usr/lib/cni/flannel"
 docker cp "$work/images.tar" "$build_container:/kind/images.tar"
 progress_end
 progress_start "setting up the node, the control-plane images into its containerd"

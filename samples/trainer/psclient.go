@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"sync"
 	"time"
 )
 
@@ -52,11 +54,13 @@ type peerClient struct {
 	timeout time.Duration
 	http    *http.Client
 	log     *logger
+	// reached holds the peers whose address this replica has logged.
+	reached *sync.Map
 }
 
 func newPeerClient(peerTimeout time.Duration, log *logger) peerClient {
 	return peerClient{
-		timeout: peerTimeout, log: log,
+		timeout: peerTimeout, log: log, reached: &sync.Map{},
 		// Per attempt: a peer that accepts but never answers is retried like one that refuses.
 		http: &http.Client{Timeout: 10 * time.Second},
 	}
@@ -188,7 +192,7 @@ func (c *peerClient) once(ctx context.Context, p peer, method, path string, in, 
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+p.addr+path, body)
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, c.trace(p)), method, "http://"+p.addr+path, body)
 	if err != nil {
 		return &rejectedError{p, 0, err.Error()}
 	}
@@ -220,6 +224,16 @@ func (c *peerClient) once(ctx context.Context, p peer, method, path string, in, 
 		return fmt.Errorf("bad answer: %w", err)
 	}
 	return nil
+}
+
+// trace logs, once per peer, the address its name led to: which pod, on which node, this
+// replica's traffic reached (the e2e test checks that it crossed nodes).
+func (c *peerClient) trace(p peer) *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if _, seen := c.reached.LoadOrStore(p.addr, true); !seen {
+			c.log.printf("peer %s (%s) is at %s", p.name, p.addr, info.Conn.RemoteAddr())
+		}
+	}}
 }
 
 // sleep waits for d or until ctx ends; it reports whether the whole d passed.

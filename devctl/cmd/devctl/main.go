@@ -220,7 +220,11 @@ on the cluster's context (kind-<name>).`,
   devctl up --image mlkube/kind-node:v1.34.4
 
   # after changing the operator: rebuild, load and roll out only what changed
-  devctl up`,
+  devctl up
+
+  # one control plane and two workers, the pod network flannel (host-gw), to spread a job's
+  # replicas over nodes
+  devctl up --name multi --workers 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return commands.Up(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
@@ -229,6 +233,7 @@ on the cluster's context (kind-<name>).`,
 	cmd.Flags().StringVar(&opts.Name, "name", opts.Name, "name of the kind cluster")
 	cmd.Flags().StringVar(&opts.Config, "config", "", "kind config file (default: clusters/kind.yaml of the checkout, else one node without kindnet)")
 	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's")
+	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "create the cluster with one control plane and this many worker nodes, networked by flannel, in place of --config (0: the config's nodes, one by default)")
 	cmd.Flags().DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the control plane, then for the operator")
 	return cmd
 }

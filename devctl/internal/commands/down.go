@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
@@ -30,6 +32,10 @@ func Down(ctx context.Context, name string, status io.Writer) error {
 			existed, err := c.Delete()
 			if err != nil {
 				return err
+			}
+			// A multi-node cluster's network configs (devctl up --workers) go with it.
+			if dir, err := netDir(name); err == nil {
+				_ = os.RemoveAll(filepath.Dir(dir))
 			}
 			if !existed {
 				return steps.Done("No cluster %s to delete", name)

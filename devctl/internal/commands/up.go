@@ -31,6 +31,9 @@ type UpOptions struct {
 	Config string
 	// NodeImage, when set, overrides the node image of the config.
 	NodeImage string
+	// Workers, when more than 0, makes a new cluster one control plane and this many workers,
+	// with flannel as its pod network, in place of Config.
+	Workers int
 	// Wait bounds each wait: for the control plane, the operator, nodeprobe.
 	Wait time.Duration
 }
@@ -99,12 +102,21 @@ func (u *up) createCluster(ctx context.Context) error {
 		if err := u.cluster.CheckOurs(ctx); err != nil {
 			return err
 		}
+		if u.opts.Workers > 0 {
+			all, err := u.cluster.Nodes()
+			if err != nil {
+				return err
+			}
+			if len(all) != u.opts.Workers+1 {
+				return fmt.Errorf("cluster %s exists with %d node(s); --workers %d asks for %d: --workers shapes a cluster only when up creates it, so delete this one first (devctl down --name %s)", u.opts.Name, len(all), u.opts.Workers, u.opts.Workers+1, u.opts.Name)
+			}
+		}
 		if err := u.cluster.ExportKubeConfig(); err != nil {
 			return fmt.Errorf("writing the kubeconfig context %s: %w", u.cluster.Context(), err)
 		}
 		return steps.Done("Cluster %s exists", u.opts.Name)
 	}
-	cfg, from, err := clusterConfig(u.root, u.opts.Config, kindcluster.DefaultConfig)
+	cfg, from, err := u.config()
 	if err != nil {
 		return err
 	}
@@ -112,6 +124,40 @@ func (u *up) createCluster(ctx context.Context) error {
 		return err
 	}
 	return steps.Done("Created cluster %s from %s", u.opts.Name, from)
+}
+
+// config is the kind config of a new cluster, and where it comes from.
+func (u *up) config() ([]byte, string, error) {
+	if u.opts.Workers <= 0 {
+		return clusterConfig(u.root, u.opts.Config, kindcluster.DefaultConfig)
+	}
+	if u.opts.Config != "" {
+		return nil, "", errors.New("--workers and --config both shape the cluster: give one (a config file lists its own nodes)")
+	}
+	dir, err := netDir(u.opts.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	// Empty folders: a config left by an earlier cluster of this name would make a node Ready
+	// before its flannel runs.
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, "", err
+	}
+	for i := 0; i <= u.opts.Workers; i++ {
+		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("node-%d", i)), 0o755); err != nil {
+			return nil, "", err
+		}
+	}
+	return kindcluster.MultiNodeConfig(u.opts.Workers, dir), fmt.Sprintf("--workers %d (1 control plane, %d workers, flannel)", u.opts.Workers, u.opts.Workers), nil
+}
+
+// netDir holds, for a multi-node cluster, each node's /etc/cni/net.d.
+func netDir(cluster string) (string, error) {
+	dir, err := cacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no folder for the nodes' network configs: %w", err)
+	}
+	return filepath.Join(dir, "clusters", cluster, "cni"), nil
 }
 
 // buildImages builds the images whose sources changed since the nodes got them: an image whose

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +31,25 @@ networking:
 nodes:
 - role: control-plane
 `
+
+// MultiNodeConfig is the config of a cluster of one control plane and workers worker nodes, its
+// pod network flannel: kind applies the node image's default CNI manifest when
+// disableDefaultCNI is unset. The node image also carries the one-node clusters' static bridge
+// config in /etc/cni/net.d, which on several nodes would give pods the same addresses on each; so
+// each node gets an empty folder of its own from netDir over /etc/cni/net.d, into which flannel
+// writes its config once it runs, and until then the node is NotReady, as in any cluster.
+func MultiNodeConfig(workers int, netDir string) []byte {
+	var b strings.Builder
+	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n")
+	for i := 0; i <= workers; i++ {
+		role := "worker"
+		if i == 0 {
+			role = "control-plane"
+		}
+		fmt.Fprintf(&b, "- role: %s\n  extraMounts:\n  - hostPath: %s\n    containerPath: /etc/cni/net.d\n", role, filepath.Join(netDir, fmt.Sprintf("node-%d", i)))
+	}
+	return []byte(b.String())
+}
 
 // marker is the file devctl leaves on every node it creates: a cluster of the same name without it
 // was made by someone else, and devctl leaves it alone.

@@ -1,0 +1,35 @@
+package kindcluster
+
+import (
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+)
+
+// The multi-node config is one control plane and the workers asked for, kind's default CNI on
+// (flannel, from the node image), and each node's /etc/cni/net.d a folder of its own.
+func TestMultiNodeConfig(t *testing.T) {
+	var c v1alpha4.Cluster
+	if err := yaml.UnmarshalStrict(MultiNodeConfig(2, "/cache/cni"), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Networking.DisableDefaultCNI {
+		t.Error("disableDefaultCNI is set: kind would not install flannel")
+	}
+	if len(c.Nodes) != 3 || c.Nodes[0].Role != v1alpha4.ControlPlaneRole || c.Nodes[1].Role != v1alpha4.WorkerRole || c.Nodes[2].Role != v1alpha4.WorkerRole {
+		t.Fatalf("nodes %+v, want a control plane and 2 workers", c.Nodes)
+	}
+	seen := map[string]bool{}
+	for i, n := range c.Nodes {
+		if len(n.ExtraMounts) != 1 || n.ExtraMounts[0].ContainerPath != "/etc/cni/net.d" {
+			t.Fatalf("node %d mounts %+v, want one folder over /etc/cni/net.d", i, n.ExtraMounts)
+		}
+		host := n.ExtraMounts[0].HostPath
+		if filepath.Dir(host) != "/cache/cni" || seen[host] {
+			t.Errorf("node %d: host folder %s, want one of its own under /cache/cni", i, host)
+		}
+		seen[host] = true
+	}
+}
