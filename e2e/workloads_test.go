@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -503,48 +502,6 @@ spec:
 	contains(t, "devctl logs --previous", previous.out, "worker-0 | worker-0 step=2 exiting with code 3 at own step 2")
 	if strings.Contains(previous.out, "going on") {
 		t.Error("--previous shows the run after the restart")
-	}
-}
-
-// A job with spec.tensorboard gets its TensorBoard Deployment and Service, and its status the
-// link, which devctl run prints. (The TensorBoard image cannot be pulled here: no check that it
-// serves.)
-func TestRunWithTensorBoard(t *testing.T) {
-	c, _ := clusterClient(t)
-	ns := newNamespace(t, c, "tensorboard")
-	file := manifest(t, `
-apiVersion: mlkube.io/v1beta1
-kind: TfJob
-metadata:
-  name: tb
-spec:
-  tensorboard:
-    logDir: /logs
-  replicaSpecs:
-  - tfReplicaType: WORKER
-    template:
-      spec:`+trainer("--step-delay=20ms")+`
-`)
-	r := devctlRun(t, "run", file, "-n", ns)
-	if r.code != 0 {
-		t.Fatalf("devctl run exited %d, want 0", r.code)
-	}
-	url := "http://tb-tensorboard." + ns + ".svc"
-	proxy := "/api/v1/namespaces/" + ns + "/services/tb-tensorboard:80/proxy/"
-	contains(t, "devctl run's output", r.out, "tfjob     TensorBoard at "+url+" in the cluster; from here: kubectl proxy, then http://127.0.0.1:8001"+proxy)
-	job := getJob(t, c, ns, "tb")
-	if tb := job.Status.Tensorboard; tb == nil || tb.URL != url || tb.ProxyPath != proxy || tb.ServiceName != "tb-tensorboard" {
-		t.Errorf("status.tensorboard %+v", job.Status.Tensorboard)
-	}
-	var dep appsv1.Deployment
-	must(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "tb-tensorboard"}, &dep))
-	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Command, " "); !strings.Contains(args, "--logdir /logs") {
-		t.Errorf("TensorBoard runs %q", args)
-	}
-	var svc corev1.Service
-	must(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "tb-tensorboard"}, &svc))
-	if metav1.GetControllerOf(&svc) == nil || metav1.GetControllerOf(&svc).UID != job.UID {
-		t.Errorf("the TensorBoard Service is not the job's")
 	}
 }
 

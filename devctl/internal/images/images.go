@@ -41,8 +41,11 @@ type Image struct {
 	Name string
 	// Package is the Go main package, relative to the module root.
 	Package string
-	// Binary is the file name at the image root.
+	// Binary is the program's file name.
 	Binary string
+	// Dir is the folder of the image that holds Binary; empty for the root. A program that a
+	// manifest runs by name (command: [tensorboard]) must be in a folder of the default PATH.
+	Dir string
 	// VersionVar is the string variable that -X sets to the version; empty for none.
 	VersionVar string
 	// CGO builds with cgo, for the build host's architecture only: the binary is linked
@@ -62,6 +65,9 @@ var Ours = []Image{
 	// pre-2.34 split of libc (libdl, libpthread, librt are stubs since glibc 2.34) and libm.
 	{Name: "mlkube/nodeprobe", Package: "./nodeprobe/cmd/nodeprobe", Binary: "nodeprobe", VersionVar: "main.Version", CGO: true,
 		Libraries: []string{"libdl.so.2", "libm.so.6", "libpthread.so.0", "librt.so.1"}},
+	// Offline, TensorBoard's own image cannot be had: this stands in for it (spec.tensorboard.image)
+	// where a job's TensorBoard must answer. The operator runs `tensorboard --logdir ...`.
+	{Name: "mlkube/tensorboard-standin", Package: "./samples/tensorboard-standin", Binary: "tensorboard", Dir: "usr/local/bin"},
 }
 
 // DevTag is the alias every image of ours also gets in the nodes: `image: mlkube/trainer:dev`
@@ -72,6 +78,9 @@ const DevTag = "dev"
 // User is who our images run as: the conventional "nonroot" of distroless images, matching the
 // runAsUser of the manifests.
 const User = "65532:65532"
+
+// path is where the binary lies in the image, without the leading slash.
+func (img Image) path() string { return path.Join(img.Dir, img.Binary) }
 
 // Built is an image ready to load into a cluster.
 type Built struct {
@@ -219,7 +228,17 @@ func Assemble(img Image, binary []byte, arch string, base ...File) (*Built, erro
 		}
 		layers = append(layers, layer)
 	}
-	layer, err := tarLayer([]entry{{hdr: tar.Header{Typeflag: tar.TypeReg, Name: img.Binary, Mode: 0o755}, data: binary}})
+	var entries []entry
+	if img.Dir != "" {
+		// Each parent folder as its own entry, so that every unpacker gives it the same mode.
+		var dir string
+		for _, part := range strings.Split(img.Dir, "/") {
+			dir = path.Join(dir, part)
+			entries = append(entries, entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}})
+		}
+	}
+	entries = append(entries, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: img.path(), Mode: 0o755}, data: binary})
+	layer, err := tarLayer(entries)
 	if err != nil {
 		return nil, fmt.Errorf("making the layer of %s: %w", img.Name, err)
 	}
@@ -236,7 +255,7 @@ func Assemble(img Image, binary []byte, arch string, base ...File) (*Built, erro
 	cf = cf.DeepCopy()
 	cf.OS = "linux"
 	cf.Architecture = arch
-	cf.Config.Entrypoint = []string{"/" + img.Binary}
+	cf.Config.Entrypoint = []string{"/" + img.path()}
 	cf.Config.User = User
 	if image, err = mutate.ConfigFile(image, cf); err != nil {
 		return nil, err

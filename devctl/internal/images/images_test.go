@@ -530,3 +530,36 @@ exit 1`
 		t.Errorf("messages %q, want %q", got, want)
 	}
 }
+
+// An image whose program is run by name has it in a folder of the default PATH, each parent
+// folder an entry of its own, and its entrypoint there.
+func TestBinaryInAFolder(t *testing.T) {
+	img := Image{Name: "mlkube/tensorboard-standin", Binary: "tensorboard", Dir: "usr/local/bin"}
+	b, err := Assemble(img, []byte("program"), runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := b.Img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers (%v), want 1", len(layers), err)
+	}
+	hdrs, data := layerFiles(t, layers[0])
+	var got []string
+	for _, h := range hdrs {
+		got = append(got, fmt.Sprintf("%s %c %o", h.Name, h.Typeflag, h.Mode))
+	}
+	want := []string{"usr/ 5 755", "usr/local/ 5 755", "usr/local/bin/ 5 755", "usr/local/bin/tensorboard 0 755"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("layer entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if string(data["usr/local/bin/tensorboard"]) != "program" {
+		t.Errorf("the binary's contents: %q", data["usr/local/bin/tensorboard"])
+	}
+	cf, err := b.Img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/usr/local/bin/tensorboard" {
+		t.Errorf("entrypoint %q", got)
+	}
+}

@@ -40,7 +40,7 @@ func Key(ctx context.Context, opts Options, img Image) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\nimage %q %q %q cgo=%t libraries=%q\n", keySchema, img.Name, img.Package, img.Binary, img.CGO, img.Libraries)
+	fmt.Fprintf(h, "%s\nimage %q %q %q %q cgo=%t libraries=%q\n", keySchema, img.Name, img.Package, img.Binary, img.Dir, img.CGO, img.Libraries)
 	fmt.Fprintf(h, "env %q\nflags %q\n", b.env, b.args(""))
 
 	goEnv, err := goEnv(ctx, opts.Dir, b.env)
