@@ -6,21 +6,28 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/yaml"
 
+	"github.com/mlkube/mlkube/operator/accelerator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -83,6 +90,14 @@ func TestAcrossNodes(t *testing.T) {
 		return nil
 	})
 
+	var workers []string
+	for _, n := range nodes.Items {
+		if !strings.HasSuffix(n.Name, "control-plane") {
+			workers = append(workers, n.Name)
+		}
+	}
+	slices.Sort(workers)
+
 	for _, sample := range []struct{ file, job string }{
 		{"../samples/tfjob-distributed.yaml", "distributed"},
 		{"../samples/mxjob-distributed.yaml", "mx-distributed"},
@@ -144,6 +159,136 @@ func TestAcrossNodes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("GPU nodes that disagree", func(t *testing.T) { gpuNodesThatDisagree(t, c, cs, workers) })
+}
+
+// gpuNodesThatDisagree gives each worker the fake driver at another place (Debian's layout on
+// one, GKE's on the other) and a fake GPU. nodeprobe on each reports its own layout; the two
+// disagree, and that shows as designed: conflicts.yaml in the ConfigMap naming both, a
+// DriverLayoutConflict event, one layout published. Each node carries
+// its layout's label, the published config selects it, and a GPU job lands on the node whose
+// driver is where its mounts say, and finds the driver there.
+func gpuNodesThatDisagree(t *testing.T, c client.Client, cs kubernetes.Interface, workers []string) {
+	ctx := context.Background()
+	lib := fakeNVML(t)
+	layouts := map[string][2]string{ // node → library and tool folders
+		workers[0]: {fakeLibDir, "/usr/bin"},
+		workers[1]: {"/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/nvidia/bin"},
+	}
+	for _, node := range workers {
+		putFakeDriver(t, node, lib, layouts[node][0], layouts[node][1])
+		advertiseGPU(t, ctx, c, node)
+		// nodeprobe probes every 5 minutes; a new pod probes at once.
+		old := nodeprobePod(t, c, node, "")
+		must(t, c.Delete(ctx, &old))
+	}
+	layoutOf := map[string]string{}
+	for _, node := range workers {
+		eventually(t, time.Minute, "node "+node+" reporting the fake driver", func() error {
+			r, err := report(ctx, c, node)
+			if err != nil {
+				return err
+			}
+			if !r.GPU || r.DriverVersion != fakeDriverVersion || r.Layout == "" {
+				return fmt.Errorf("annotation %+v", r)
+			}
+			layoutOf[node] = r.Layout
+			return nil
+		})
+	}
+	if layoutOf[workers[0]] == layoutOf[workers[1]] {
+		t.Fatalf("both nodes report layout %s: the fake drivers are not at different places", layoutOf[workers[0]])
+	}
+	// One node each: a tie, so the layout published first (by whichever node recorded first)
+	// stays; conflicts.yaml says which.
+	var want, gpuNode string
+
+	var published *accelerator.Config
+	eventually(t, time.Minute, "the conflict recorded and the lower layout published", func() error {
+		var cm corev1.ConfigMap
+		if err := c.Get(ctx, acceleratorsKey, &cm); err != nil {
+			return err
+		}
+		var conflicts struct {
+			Nodes     map[string]string `json:"nodes"`
+			Published string            `json:"published"`
+			Message   string            `json:"message"`
+		}
+		if err := yaml.Unmarshal([]byte(cm.Data["conflicts.yaml"]), &conflicts); err != nil || conflicts.Published == "" {
+			return fmt.Errorf("conflicts.yaml %q (%v)", cm.Data["conflicts.yaml"], err)
+		}
+		if !maps.Equal(conflicts.Nodes, layoutOf) || !strings.Contains(conflicts.Message, "GPU nodes disagree on where the NVIDIA driver is: 2 layouts") {
+			return fmt.Errorf("conflicts.yaml:\n%s\nwant nodes %v", cm.Data["conflicts.yaml"], layoutOf)
+		}
+		want, gpuNode = conflicts.Published, ""
+		for node, id := range layoutOf {
+			if id == want {
+				gpuNode = node
+			}
+		}
+		if gpuNode == "" {
+			return fmt.Errorf("conflicts.yaml publishes %s, which no node reports (%v)", want, layoutOf)
+		}
+		var err error
+		if published, err = accelerator.Parse([]byte(cm.Data["accelerators.yaml"])); err != nil {
+			return err
+		}
+		if sel := published.Accelerators[string(gpuResource)].NodeSelector; sel[accelerator.LayoutLabel] != want {
+			return fmt.Errorf("accelerators.yaml selects %v, want %s=%s", sel, accelerator.LayoutLabel, want)
+		}
+		return nil
+	})
+	for node, id := range layoutOf {
+		var n corev1.Node
+		must(t, c.Get(ctx, types.NamespacedName{Name: node}, &n))
+		if n.Labels[accelerator.LayoutLabel] != id {
+			t.Errorf("node %s: label %s=%q, want %s", node, accelerator.LayoutLabel, n.Labels[accelerator.LayoutLabel], id)
+		}
+	}
+	eventually(t, 30*time.Second, "a DriverLayoutConflict event", func() error {
+		var events eventsv1.EventList
+		if err := c.List(ctx, &events, client.InNamespace(acceleratorsKey.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "DriverLayoutConflict" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "GPU nodes report 2 driver layouts") {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(events.Items))
+	})
+	operatorReloads(t, ctx, c, cs)
+
+	ns := "e2e-nodes-gpu"
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	job := &v1beta1.TfJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpu"},
+		Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{{
+			TfReplicaType: v1beta1.TfReplicaWorker,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "tensorflow", Image: "mlkube/nodeprobe:dev", ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:   []string{"/nodeprobe", "detect", "--driver-root", "/"},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{gpuResource: resource.MustParse("1")}},
+			}}}},
+		}}},
+	}
+	must(t, c.Create(ctx, job))
+	var pod corev1.Pod
+	eventually(t, 3*time.Minute, "the GPU job's pod to succeed", func() error {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "gpu-worker-0"}, &pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodSucceeded {
+			return fmt.Errorf("pod %s on %q: %s %v", pod.Name, pod.Spec.NodeName, pod.Status.Phase, pod.Status.Conditions)
+		}
+		return nil
+	})
+	if pod.Spec.NodeName != gpuNode {
+		t.Errorf("the GPU pod ran on %s, whose driver layout is %s; the published one (%s) is %s's", pod.Spec.NodeName, layoutOf[pod.Spec.NodeName], want, gpuNode)
+	}
+	checkDriverMounts(t, pod, published)
+	matches(t, "nodeprobe detect in the GPU container", podLog(t, cs, pod, nil),
+		`(?m)^Driver:\s+`+regexp.QuoteMeta(fakeDriverVersion)+` \(CUDA 12\.4\)$`, `(?m)^GPUs: 2$`)
 }
 
 func nodeReady(n corev1.Node) bool {

@@ -108,24 +108,38 @@ func TestNodeprobe(t *testing.T) {
 	})
 }
 
-func fakeGPU(t *testing.T, ctx context.Context, c client.Client, cs kubernetes.Interface, node string, original corev1.ConfigMap) {
+// fakeNVML builds nodeprobe's fake libnvidia-ml with gcc.
+func fakeNVML(t *testing.T) string {
+	t.Helper()
 	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so."+fakeDriverVersion)
 	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", lib, "../nodeprobe/cmd/nodeprobe/testdata/fake_nvml.c").CombinedOutput(); err != nil {
 		t.Fatalf("building the fake libnvidia-ml with gcc: %v\n%s", err, out)
 	}
-	start := time.Now()
-	t.Cleanup(func() { removeFakeGPU(t, c, node, original) })
+	return lib
+}
 
-	// The driver as its installer and ldconfig leave it: real files under the full version,
-	// SONAME links beside them; the tool in /usr/bin.
-	docker(t, "cp", lib, node+":"+fakeLibDir+"/")
-	docker(t, "exec", node, "sh", "-ec", `cd `+fakeLibDir+`
+// putFakeDriver puts the fake driver into the node as its installer and ldconfig leave it: real
+// files under the full version, SONAME links beside them, the tool nvidia-smi. libDir and binDir
+// are where: Debian's packages use /usr/lib/x86_64-linux-gnu and /usr/bin, GKE's installer
+// /home/kubernetes/bin/nvidia/lib64 and .../bin.
+func putFakeDriver(t *testing.T, node, lib, libDir, binDir string) {
+	t.Helper()
+	docker(t, "exec", node, "mkdir", "-p", libDir, binDir)
+	docker(t, "cp", lib, node+":"+libDir+"/")
+	docker(t, "exec", node, "sh", "-ec", `cd `+libDir+`
 chmod 0755 libnvidia-ml.so.`+fakeDriverVersion+`
 ln -sf libnvidia-ml.so.`+fakeDriverVersion+` libnvidia-ml.so.1
 : > libcuda.so.`+fakeDriverVersion+`
 ln -sf libcuda.so.`+fakeDriverVersion+` libcuda.so.1
-printf '#!/bin/sh\necho fake nvidia-smi\n' > /usr/bin/nvidia-smi
-chmod 0755 /usr/bin/nvidia-smi`)
+printf '#!/bin/sh\necho fake nvidia-smi\n' > `+binDir+`/nvidia-smi
+chmod 0755 `+binDir+`/nvidia-smi`)
+}
+
+func fakeGPU(t *testing.T, ctx context.Context, c client.Client, cs kubernetes.Interface, node string, original corev1.ConfigMap) {
+	lib := fakeNVML(t)
+	start := time.Now()
+	t.Cleanup(func() { removeFakeGPU(t, c, node, original) })
+	putFakeDriver(t, node, lib, fakeLibDir, "/usr/bin")
 	advertiseGPU(t, ctx, c, node)
 	advertised := time.Now()
 

@@ -24,7 +24,14 @@ type Config struct {
 type Accelerator struct {
 	Volumes []Volume `json:"volumes,omitempty"`
 	EnvVars []EnvVar `json:"envVars,omitempty"`
+	// NodeSelector keeps a pod with such a container on nodes with these labels. nodeprobe
+	// sets it to the published driver layout (LayoutLabel), so that where GPU nodes disagree,
+	// GPU containers run only where the paths they get mount the driver.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
+
+// LayoutLabel is the Node label where nodeprobe puts the ID of the node's driver layout.
+const LayoutLabel = "mlkube.io/gpu-driver-layout"
 
 // Volume is a host directory mounted read-only into the container.
 type Volume struct {
@@ -93,8 +100,25 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("%s.envVars[%d].name %q: %v", at, i, e.Name, msgs))
 			}
 		}
+		for _, k := range sortedKeys(a.NodeSelector) {
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s.nodeSelector[%q]: not a label name: %v", at, k, msgs))
+			}
+			if msgs := validation.IsValidLabelValue(a.NodeSelector[k]); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s.nodeSelector[%q] %q: not a label value: %v", at, k, a.NodeSelector[k], msgs))
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (c *Config) resources() []string {
@@ -107,8 +131,9 @@ func (c *Config) resources() []string {
 }
 
 // Inject gives every container that requests or limits one of the configured resources that
-// resource's volumes (read-only) and env vars. What the pod already defines wins: a volume of the
-// same name, a mount at the same path, or an env var of the same name are left as they are.
+// resource's volumes (read-only) and env vars, and the pod the resource's node selector. What the
+// pod already defines wins: a volume of the same name, a mount at the same path, an env var of
+// the same name, or a node selector on the same label are left as they are.
 func (c *Config) Inject(spec *corev1.PodSpec) {
 	if c == nil {
 		return
@@ -129,6 +154,14 @@ func (c *Config) Inject(spec *corev1.PodSpec) {
 			for _, e := range a.EnvVars {
 				if !hasEnv(ctr, e.Name) {
 					ctr.Env = append(ctr.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+				}
+			}
+			for k, v := range a.NodeSelector {
+				if _, set := spec.NodeSelector[k]; !set {
+					if spec.NodeSelector == nil {
+						spec.NodeSelector = map[string]string{}
+					}
+					spec.NodeSelector[k] = v
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package accelerator
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -53,6 +54,9 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"bad env name", "accelerators:\n  nvidia.com/gpu:\n    envVars:\n    - {name: '1PATH', value: x}\n",
 			`accelerators["nvidia.com/gpu"].envVars[0].name "1PATH"`},
 		{"bad resource name", "accelerators:\n  'nvidia.com/gpu/x':\n    envVars: []\n", `accelerators["nvidia.com/gpu/x"]: not a resource name`},
+		{"bad node label", "accelerators:\n  nvidia.com/gpu:\n    nodeSelector: {'a b': x}\n", `accelerators["nvidia.com/gpu"].nodeSelector["a b"]: not a label name`},
+		{"bad node label value", "accelerators:\n  nvidia.com/gpu:\n    nodeSelector: {mlkube.io/gpu-driver-layout: 'x y'}\n",
+			`accelerators["nvidia.com/gpu"].nodeSelector["mlkube.io/gpu-driver-layout"] "x y": not a label value`},
 	} {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -94,10 +98,39 @@ func TestInject(t *testing.T) {
 		t.Errorf("a container without a GPU got %+v %+v", cpu.VolumeMounts, cpu.Env)
 	}
 
+	if len(spec.NodeSelector) != 0 {
+		t.Errorf("node selector %v from a config without one", spec.NodeSelector)
+	}
+
 	// Injecting twice changes nothing.
 	before := spec.DeepCopy()
 	c.Inject(&spec)
 	if len(spec.Volumes) != len(before.Volumes) || len(spec.Containers[0].VolumeMounts) != 2 || len(spec.Containers[0].Env) != 2 {
 		t.Errorf("second inject changed the pod: %+v", spec)
+	}
+}
+
+// A config's node selector reaches pods with a container that uses the resource, and only those;
+// a label the pod selects on itself stays as the pod has it.
+func TestInjectNodeSelector(t *testing.T) {
+	c, err := Parse([]byte("accelerators:\n  nvidia.com/gpu:\n    nodeSelector: {mlkube.io/gpu-driver-layout: d67174b10edd}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	withGPU := corev1.PodSpec{NodeSelector: map[string]string{"pool": "a100"}, Containers: []corev1.Container{{Name: "cpu"}, {Name: "gpu", Resources: corev1.ResourceRequirements{Limits: gpu}}}}
+	c.Inject(&withGPU)
+	if want := map[string]string{"pool": "a100", LayoutLabel: "d67174b10edd"}; !maps.Equal(withGPU.NodeSelector, want) {
+		t.Errorf("node selector %v, want %v", withGPU.NodeSelector, want)
+	}
+	cpuOnly := corev1.PodSpec{Containers: []corev1.Container{{Name: "cpu"}}}
+	c.Inject(&cpuOnly)
+	if cpuOnly.NodeSelector != nil {
+		t.Errorf("a pod without a GPU container got node selector %v", cpuOnly.NodeSelector)
+	}
+	pinned := corev1.PodSpec{NodeSelector: map[string]string{LayoutLabel: "3373314bb641"}, Containers: []corev1.Container{{Name: "gpu", Resources: corev1.ResourceRequirements{Requests: gpu}}}}
+	c.Inject(&pinned)
+	if pinned.NodeSelector[LayoutLabel] != "3373314bb641" {
+		t.Errorf("the pod's own choice of layout was replaced: %v", pinned.NodeSelector)
 	}
 }

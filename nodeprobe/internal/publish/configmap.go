@@ -119,7 +119,7 @@ func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Co
 		data = map[string]string{}
 	}
 	if chosen != "" {
-		published, err := withLayout(data[KeyConfig], state.Layouts[chosen].Config)
+		published, err := withLayout(data[KeyConfig], state.Layouts[chosen].Config, chosen)
 		if err != nil {
 			return err
 		}
@@ -154,9 +154,10 @@ func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Co
 	return nil
 }
 
-// withLayout is the config in current with nodeprobe's resources replaced by layout's. A current
-// config the operator would refuse is replaced whole.
-func withLayout(current string, layout accelerator.Config) (string, error) {
+// withLayout is the config in current with nodeprobe's resources replaced by layout's, each
+// selecting the nodes labelled with the layout's id. A current config the operator would refuse
+// is replaced whole.
+func withLayout(current string, layout accelerator.Config, id string) (string, error) {
 	merged := accelerator.Config{Accelerators: map[string]accelerator.Accelerator{}}
 	if cur, err := accelerator.Parse([]byte(current)); current != "" && err == nil {
 		maps.Copy(merged.Accelerators, cur.Accelerators)
@@ -164,7 +165,10 @@ func withLayout(current string, layout accelerator.Config) (string, error) {
 	for _, r := range managedResources {
 		delete(merged.Accelerators, r)
 	}
-	maps.Copy(merged.Accelerators, layout.Accelerators)
+	for res, a := range layout.Accelerators {
+		a.NodeSelector = map[string]string{accelerator.LayoutLabel: id}
+		merged.Accelerators[res] = a
+	}
 	out, err := yaml.Marshal(merged)
 	return string(out), err
 }

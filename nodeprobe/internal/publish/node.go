@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/accelerator"
 )
 
 // AnnotationKey is the Node annotation where each node's nodeprobe says what it found.
@@ -59,9 +61,11 @@ func Summarize(r Report) NodeSummary {
 	return s
 }
 
-// annotate writes the summary on the node when it differs from what is there. It patches the
-// one annotation and nothing else: labels, taints and other annotations belong to others, and
-// a merge patch of just this key cannot overwrite them, however stale our copy.
+// annotate writes the summary on the node when it differs from what is there, and labels the
+// node with its layout's ID (accelerator.LayoutLabel; none without a GPU), which the published
+// config's node selector names. It patches that annotation and that label and nothing else:
+// other labels, taints and annotations belong to others, and a merge patch of just these keys
+// cannot overwrite them, however stale our copy.
 func (p *Publisher) annotate(ctx context.Context, node string, s NodeSummary) (bool, error) {
 	value, err := json.Marshal(s)
 	if err != nil {
@@ -71,10 +75,18 @@ func (p *Publisher) annotate(ctx context.Context, node string, s NodeSummary) (b
 	if err := p.Client.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 		return false, fmt.Errorf("reading node %s: %w", node, err)
 	}
-	if n.Annotations[AnnotationKey] == string(value) {
+	label, labelled := n.Labels[accelerator.LayoutLabel]
+	if n.Annotations[AnnotationKey] == string(value) && label == s.Layout && labelled == (s.Layout != "") {
 		return false, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationKey: string(value)}}})
+	var layout any // null removes the label
+	if s.Layout != "" {
+		layout = s.Layout
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{AnnotationKey: string(value)},
+		"labels":      map[string]any{accelerator.LayoutLabel: layout},
+	}})
 	if err != nil {
 		return false, err
 	}

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/operator/accelerator"
 )
 
 const configDir = "../../config"
@@ -56,6 +58,13 @@ func TestNodeprobeNeedsOnlyItsRBAC(t *testing.T) {
 	if s, _ := summary(t, b); !s.GPU {
 		t.Errorf("gpu-b summary: %+v", s)
 	}
+	// Each GPU node labelled with its layout, which the published config selects; none on the
+	// node without a GPU.
+	for node, want := range map[string]string{a: LayoutID(gkeFinding().Config), b: LayoutID(debianFinding().Config), cpu: ""} {
+		if _, n := summary(t, node); n.Labels[accelerator.LayoutLabel] != want {
+			t.Errorf("node %s: label %s=%q, want %q", node, accelerator.LayoutLabel, n.Labels[accelerator.LayoutLabel], want)
+		}
+	}
 
 	// What it must not be able to do.
 	sa := asNodeprobe(t, a)
@@ -83,6 +92,7 @@ func TestNodeprobeNeedsOnlyItsRBAC(t *testing.T) {
 		"change another annotation": {a, `{"metadata":{"annotations":{"example.com/other":"changed"}}}`},
 		"add an annotation":         {a, `{"metadata":{"annotations":{"example.com/new":"x"}}}`},
 		"label its node":            {a, `{"metadata":{"labels":{"nvidia.com/gpu.present":"true"}}}`},
+		"label another node":        {b, `{"metadata":{"labels":{"mlkube.io/gpu-driver-layout":"0123456789ab"}}}`},
 		"cordon its node":           {a, `{"spec":{"unschedulable":true}}`},
 		"taint its node":            {a, `{"spec":{"taints":[{"key":"x","effect":"NoSchedule"}]}}`},
 	} {

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -117,10 +118,24 @@ func published(t *testing.T, p *Publisher) *accelerator.Config {
 	return c
 }
 
+// sameConfig checks that got is the layout want as published: each resource also selecting the
+// nodes labelled with the layout's ID.
 func sameConfig(t *testing.T, got *accelerator.Config, want accelerator.Config) {
 	t.Helper()
+	layout := accelerator.Config{Accelerators: map[string]accelerator.Accelerator{}}
+	for _, res := range managedResources {
+		if a, ok := want.Accelerators[res]; ok {
+			layout.Accelerators[res] = a
+		}
+	}
+	id := LayoutID(layout)
+	selecting := accelerator.Config{Accelerators: maps.Clone(want.Accelerators)}
+	for res, a := range layout.Accelerators {
+		a.NodeSelector = map[string]string{accelerator.LayoutLabel: id}
+		selecting.Accelerators[res] = a
+	}
 	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
+	w, _ := json.Marshal(selecting)
 	if string(g) != string(w) {
 		t.Errorf("published config:\n%s\nwant\n%s", g, w)
 	}
