@@ -54,6 +54,9 @@ func podRestartPolicy(p v1beta1.RestartPolicy) corev1.RestartPolicy {
 	}
 }
 
+// QueueLabelPrefix marks the job labels of Kueue, which its pods get too.
+const QueueLabelPrefix = "kueue.x-k8s.io/"
+
 // newPod builds replica (r.Type, index)'s pod from the replica template.
 func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index int) *corev1.Pod {
 	kind := e.Framework.Kind().Name
@@ -70,6 +73,13 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
+	}
+	// A queue's labels on the job (Kueue's kueue.x-k8s.io/queue-name, ...) reach its pods, where
+	// the queue and its admission checks look for them; the template's own win.
+	for k, v := range job.GetLabels() {
+		if _, set := pod.Labels[k]; !set && strings.HasPrefix(k, QueueLabelPrefix) {
+			pod.Labels[k] = v
+		}
 	}
 	for k, v := range replicaLabels(kind, job, r.Type, index) {
 		pod.Labels[k] = v

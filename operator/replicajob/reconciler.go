@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,6 +105,9 @@ func (e *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).V(1).Info("job changed while reconciling; again with the newer version")
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
+	if err != nil {
+		countError(e.Framework.Kind().Name, err)
+	}
 	return res, err
 }
 
@@ -144,6 +148,21 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if perReplica {
 		cluster = withServicePerReplica(cluster, job)
+	}
+
+	if !finished(status) && policy.Suspended() {
+		return e.holdSuspended(ctx, job, base, written, groups, replicas, status, now)
+	}
+	if !finished(status) && meta.IsStatusConditionTrue(status.Conditions, v1beta1.JobSuspended) {
+		wait, err := e.resume(ctx, job, base, replicas, status, now)
+		if err != nil || wait > 0 {
+			if err == nil && !equality.Semantic.DeepEqual(written, status) {
+				err = e.writeStatus(ctx, job, base, status, now)
+			}
+			return reconcile.Result{RequeueAfter: wait}, err
+		}
+		written = status.DeepCopy()
+		base = job.DeepCopyObject().(ctrl.Object)
 	}
 
 	// Decisions (a counted restart, the job's outcome) are written before they are acted on:

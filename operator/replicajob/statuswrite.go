@@ -27,6 +27,9 @@ func (e *Reconciler) writeStatus(ctx context.Context, job, base ctrl.Object, sta
 	if err := e.Client.Status().Patch(ctx, job, patch); err != nil {
 		return err
 	}
+	if old, ok := base.(v1beta1.Job); ok {
+		countTransitions(e.Framework.Kind().Name, job.GetNamespace(), job.GetCreationTimestamp().Time, old.JobStatus(), status, now.Time)
+	}
 	e.lastWrite.Store(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, now.Time)
 	return nil
 }

@@ -423,7 +423,6 @@ status:
 		{"dropped spec.enableDynamicWorker: true"},
 		{"dropped spec.onExit"},
 		{"dropped spec.runPolicy.schedulingPolicy"},
-		{"dropped spec.runPolicy.suspend: true"},
 		{"dropped spec.tfReplicaSpecs.Worker.tfPort"},
 		{"dropped spec.tfReplicaSpecs.Worker.template.spec.containers[0].gpus"},
 		{"dropped metadata.uid"},
@@ -439,6 +438,10 @@ status:
 	}
 	if len(tf(res).Annotations) != 0 {
 		t.Errorf("annotations = %v", tf(res).Annotations)
+	}
+	// Kueue's contract: a job created suspended stays so when converted.
+	if !tf(res).Spec.RunPolicy.Suspended() || hasWarning(res, "suspend") {
+		t.Errorf("runPolicy.suspend: %v, warnings:\n%s", tf(res).Spec.RunPolicy.Suspend, strings.Join(res.Warnings, "\n"))
 	}
 }
 

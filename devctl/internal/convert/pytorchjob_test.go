@@ -67,7 +67,7 @@ spec:
 }
 
 // Kubeflow's fields with no mlkube equivalent are dropped, saying why, as are the run policy's;
-// the run policy itself carries over.
+// the run policy itself carries over, suspend included.
 func TestPyTorchJobDroppedFields(t *testing.T) {
 	res := mustConvert(t, `
 apiVersion: kubeflow.org/v1
@@ -86,14 +86,16 @@ spec:
 	for _, parts := range [][]string{
 		{"dropped spec.elasticPolicy:", "elastic rendezvous", "no equivalent"},
 		{"dropped spec.nprocPerNode: auto:", "one process per pod"},
-		{"dropped spec.runPolicy.suspend: true: a PyTorchJob cannot be suspended"},
 		{"dropped spec.runPolicy.schedulingPolicy"},
 	} {
 		if !hasWarning(res, parts...) {
 			t.Errorf("no warning holds %q; warnings:\n%s", parts, strings.Join(res.Warnings, "\n"))
 		}
 	}
-	if p := pt(res).Spec.RunPolicy; p.CleanPodPolicy != "Running" || p.BackoffLimit == nil || *p.BackoffLimit != 2 {
+	if hasWarning(res, "suspend") {
+		t.Errorf("runPolicy.suspend carries over, yet a warning names it:\n%s", strings.Join(res.Warnings, "\n"))
+	}
+	if p := pt(res).Spec.RunPolicy; p.CleanPodPolicy != "Running" || p.BackoffLimit == nil || *p.BackoffLimit != 2 || !p.Suspended() {
 		t.Errorf("runPolicy = %+v", p)
 	}
 	// A number is dropped as well as Kubeflow's string; false and empty values say nothing.

@@ -78,10 +78,10 @@ func runPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error
 		if _, path, ok, _ := rp.raw("schedulingPolicy"); ok {
 			w.add("dropped %s: mlkube does no gang scheduling; set a priorityClassName or schedulerName in the pod templates if you need one", path)
 		}
-		if on, path, ok, err := rp.boolean("suspend"); err != nil {
+		if on, _, ok, err := rp.boolean("suspend"); err != nil {
 			return out, err
-		} else if ok && on {
-			w.add("dropped %s: true: a %s cannot be suspended; create it when it should run", path, kind)
+		} else if ok {
+			out.Suspend = &on
 		}
 		if s, path, ok, err := rp.str("managedBy"); err != nil {
 			return out, err

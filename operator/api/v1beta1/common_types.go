@@ -63,7 +63,19 @@ type RunPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// suspend, while true, keeps the job without pods: its running pods are deleted and none is
+	// created, with condition Suspended. Setting it back to false resumes the job: its replicas
+	// are created again. As for Kubernetes Jobs, the activeDeadlineSeconds clock restarts on
+	// resume (status.startTime is reset) and pods deleted by a suspension are no failures, while
+	// restarts counted before it stay counted. A job created suspended starts only when resumed,
+	// the contract queueing systems such as Kueue rely on.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 }
+
+// Suspended is whether runPolicy.suspend is true.
+func (p RunPolicy) Suspended() bool { return p.Suspend != nil && *p.Suspend }
 
 // DefaultBackoffLimit is the number of restarts a job survives when runPolicy.backoffLimit is unset.
 const DefaultBackoffLimit int32 = 3
@@ -72,11 +84,12 @@ const DefaultBackoffLimit int32 = 3
 type JobPhase string
 
 const (
-	JobPhaseCreating JobPhase = "Creating"
-	JobPhaseRunning  JobPhase = "Running"
-	JobPhaseCleanUp  JobPhase = "CleanUp"
-	JobPhaseFailed   JobPhase = "Failed"
-	JobPhaseDone     JobPhase = "Done"
+	JobPhaseCreating  JobPhase = "Creating"
+	JobPhaseSuspended JobPhase = "Suspended"
+	JobPhaseRunning   JobPhase = "Running"
+	JobPhaseCleanUp   JobPhase = "CleanUp"
+	JobPhaseFailed    JobPhase = "Failed"
+	JobPhaseDone      JobPhase = "Done"
 )
 
 // JobState is the outcome of a job, as in the original TfJob.
@@ -95,6 +108,7 @@ const (
 	JobRestarting = "Restarting"
 	JobSucceeded  = "Succeeded"
 	JobFailed     = "Failed"
+	JobSuspended  = "Suspended"
 	// JobCreateRefused is True while the apiserver refuses an object the operator creates for
 	// the job (a quota, a policy, an admission webhook); its message is the apiserver's own.
 	// It turns False once the object is created. Retried with backoff.
@@ -139,13 +153,14 @@ type TensorboardStatus struct {
 
 // JobStatus is the observed state of a job; the same for every framework.
 type JobStatus struct {
-	// phase is the lifecycle step: Creating, Running, CleanUp, then Done or Failed.
+	// phase is the lifecycle step: Creating, Running, CleanUp, then Done or Failed; Suspended
+	// while runPolicy.suspend holds the job.
 	// +optional
 	Phase JobPhase `json:"phase,omitempty"`
 	// state is the outcome: Running, Succeeded or Failed.
 	// +optional
 	State JobState `json:"state,omitempty"`
-	// conditions are Created, Running, Restarting, CreateRefused, Succeeded and Failed, each
+	// conditions are Created, Running, Restarting, CreateRefused, Suspended, Succeeded and Failed, each
 	// with a reason and a message meant for people.
 	// +listType=map
 	// +listMapKey=type

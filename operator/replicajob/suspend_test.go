@@ -1,0 +1,134 @@
+package replicajob_test
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+func suspend(t *testing.T, ns, name string, on bool) {
+	t.Helper()
+	patch := `{"spec":{"runPolicy":{"suspend":false}}}`
+	if on {
+		patch = `{"spec":{"runPolicy":{"suspend":true}}}`
+	}
+	must(t, k8s.Patch(context.Background(), &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
+// A job created suspended (as Kueue creates them) gets no pods and says why; resumed, it starts,
+// its deadline clock from then; a queue label on the job reaches its pods.
+func TestCreatedSuspendedStartsWhenResumed(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	job := standardJob(ns, "queued")
+	on := true
+	job.Spec.RunPolicy.Suspend = &on
+	job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "team-a", "app": "not-for-pods"}
+	must(t, k8s.Create(context.Background(), job))
+
+	j := waitJob(t, ns, "queued", "suspended", func(j *v1beta1.TfJob) error {
+		if c := condition(j, v1beta1.JobSuspended); c == nil || c.Status != "True" || c.Reason != "Suspended" || j.Status.Phase != v1beta1.JobPhaseSuspended {
+			return errorf("phase %s, Suspended condition %+v", j.Status.Phase, c)
+		}
+		return nil
+	})
+	if j.Status.StartTime != nil {
+		t.Errorf("startTime %v while suspended from the start", j.Status.StartTime)
+	}
+	waitEvent(t, ns, "queued", "Suspended", "runPolicy.suspend is true", "deleted 0 unfinished pods")
+	if pods := listPods(t, ns); len(pods) != 0 {
+		t.Fatalf("%d pods of a suspended job", len(pods))
+	}
+
+	suspend(t, ns, "queued", false)
+	pods := waitPods(t, ns, podNames("queued")...)
+	for name, p := range pods {
+		if p.Labels["kueue.x-k8s.io/queue-name"] != "team-a" {
+			t.Errorf("pod %s labels %v lack the job's queue label", name, p.Labels)
+		}
+		if _, ok := p.Labels["app"]; ok {
+			t.Errorf("pod %s got the job's label app, which is not a queue's", name)
+		}
+	}
+	j = waitJob(t, ns, "queued", "resumed", func(j *v1beta1.TfJob) error {
+		if c := condition(j, v1beta1.JobSuspended); c == nil || c.Status != "False" || c.Reason != "Resumed" || j.Status.StartTime == nil {
+			return errorf("Suspended condition %+v, startTime %v", c, j.Status.StartTime)
+		}
+		return nil
+	})
+	waitEvent(t, ns, "queued", "Resumed", "activeDeadlineSeconds counts from now")
+	if c := condition(j, v1beta1.JobSuspended); j.Status.StartTime.Before(&c.LastTransitionTime) {
+		t.Errorf("startTime %v is before the resume at %v", j.Status.StartTime, c.LastTransitionTime)
+	}
+}
+
+// Suspending a running job deletes its unfinished pods, keeps its finished ones and the restarts
+// counted so far, counts no restart for the deletions, and clears startTime; resumed, it
+// recreates the deleted replicas and runs to its end.
+func TestSuspendRunningJobAndResume(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	must(t, k8s.Create(context.Background(), standardJob(ns, "pause")))
+	names := podNames("pause")
+	before := waitPods(t, ns, names...)
+	kl := kubelet{T: t, NS: ns}
+	kl.Running(names...)
+	waitJob(t, ns, "pause", "running", inState(v1beta1.JobStateRunning, v1beta1.JobPhaseRunning))
+	kl.Exit("pause-worker-1", 137, "Error")
+	waitJob(t, ns, "pause", "restart counted", func(j *v1beta1.TfJob) error {
+		if j.Status.Restarts != 1 {
+			return errorf("restarts %d", j.Status.Restarts)
+		}
+		return nil
+	})
+	eventually(t, "worker 1 recreated", func() error {
+		if p, ok := listPods(t, ns)["pause-worker-1"]; !ok || p.UID == before["pause-worker-1"].UID {
+			return errorf("old pod still there or none yet")
+		}
+		return nil
+	})
+	kl.Running("pause-worker-1")
+	kl.Exit("pause-ps-1", 0, "Completed") // finished before the suspension: kept
+
+	suspend(t, ns, "pause", true)
+	eventually(t, "unfinished pods deleted, the finished one kept", func() error {
+		pods := listPods(t, ns)
+		if len(pods) != 1 {
+			return errorf("%d pods left: %v", len(pods), pods)
+		}
+		if p, ok := pods["pause-ps-1"]; !ok || p.UID != before["pause-ps-1"].UID {
+			return errorf("pods left: %v", pods)
+		}
+		return nil
+	})
+	j := waitJob(t, ns, "pause", "suspended", func(j *v1beta1.TfJob) error {
+		if c := condition(j, v1beta1.JobSuspended); c == nil || c.Status != "True" || j.Status.Phase != v1beta1.JobPhaseSuspended || j.Status.StartTime != nil {
+			return errorf("phase %s, Suspended %+v, startTime %v", j.Status.Phase, c, j.Status.StartTime)
+		}
+		return nil
+	})
+	if j.Status.Restarts != 1 || j.Status.State != v1beta1.JobStateRunning {
+		t.Errorf("restarts %d, state %s while suspended: want the 1 restart counted before, and no outcome", j.Status.Restarts, j.Status.State)
+	}
+	if c := condition(j, v1beta1.JobRunning); c == nil || c.Status != "False" || c.Reason != "Suspended" {
+		t.Errorf("Running condition %+v while suspended", c)
+	}
+	waitEvent(t, ns, "pause", "Suspended", "deleted 4 unfinished pods")
+
+	suspend(t, ns, "pause", false)
+	recreated := waitPods(t, ns, names...)
+	if recreated["pause-master-0"].UID == before["pause-master-0"].UID {
+		t.Errorf("the master's pod is the one from before the suspension")
+	}
+	kl.Running("pause-master-0", "pause-worker-0", "pause-worker-1", "pause-ps-0")
+	kl.Exit("pause-master-0", 0, "Completed")
+	j = waitJob(t, ns, "pause", "done", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))
+	if j.Status.Restarts != 1 {
+		t.Errorf("restarts %d at the end, want the 1 from before the suspension", j.Status.Restarts)
+	}
+}
