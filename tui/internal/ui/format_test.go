@@ -65,6 +65,14 @@ func TestListStateShowsARefusal(t *testing.T) {
 	if got := listState(job); got != "Running, CreateRefused" {
 		t.Errorf("refused job: %q, want %q", got, "Running, CreateRefused")
 	}
+	suspended := &kube.Job{State: "Running", Conditions: []kube.Condition{{Type: "Suspended", Status: "True", Reason: "Suspended"}}}
+	if got := listState(suspended); got != "Running, Suspended" {
+		t.Errorf("suspended job: %q, want %q", got, "Running, Suspended")
+	}
+	suspended.Conditions[0].Status = "False"
+	if got := listState(suspended); got != "Running" {
+		t.Errorf("resumed job: %q", got)
+	}
 	if got := listState(&kube.Job{}); got != "-" {
 		t.Errorf("job with no status: %q", got)
 	}

@@ -126,16 +126,24 @@ func (l *jobList) rebuild(now time.Time) {
 	l.dirty = false
 }
 
-// listState is the job's state as the list shows it: a job whose objects the apiserver refuses
-// says so there already, not only in its conditions ("Running, CreateRefused").
+// listState is the job's state as the list shows it: a job whose objects the apiserver refuses,
+// or that is suspended, says so there already, not only in its conditions ("Running,
+// CreateRefused", "Running, Suspended").
 func listState(j *kube.Job) string {
 	state := j.State
 	if state == "" {
 		state = "-"
 	}
 	for _, c := range j.Conditions {
-		if c.Type == v1beta1.JobCreateRefused && c.Status == string(metav1.ConditionTrue) {
+		if c.Status != string(metav1.ConditionTrue) {
+			continue
+		}
+		switch c.Type {
+		case v1beta1.JobCreateRefused:
 			state += ", CreateRefused"
+		case v1beta1.JobSuspended:
+			// runPolicy.suspend holds it (or it is resuming): no pods, and none coming.
+			state += ", Suspended"
 		}
 	}
 	return state
