@@ -23,8 +23,21 @@ fi
 cleanup() { [ "$started_docker" = yes ] && hack/docker.sh stop || true; }
 trap cleanup EXIT
 
+# The dashboard tests (e2e/dashboard_test.go) drive the dashboard in tmux; a fresh test machine
+# has none, and Debian's package is all it takes.
+if ! command -v tmux >/dev/null; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "e2e.sh: tmux is missing: apt-get install tmux" >&2
+    exit 1
+  fi
+  echo "e2e.sh: installing tmux" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+fi
+
 image=$(clusters/nodeimage/build.sh | tail -n 1)
 go build -o bin/devctl ./devctl/cmd/devctl
+# devctl dashboard runs the dashboard in its own process; the tfjob-tui binary is run too.
+go build -o bin/tfjob-tui ./tui/cmd/tfjob-tui
 kubectl=$(hack/control-plane.sh | tail -n 1)/kubectl
-MLKUBE_DEVCTL="$root/bin/devctl" MLKUBE_NODE_IMAGE="$image" MLKUBE_KUBECTL="$kubectl" \
+MLKUBE_DEVCTL="$root/bin/devctl" MLKUBE_TUI="$root/bin/tfjob-tui" MLKUBE_NODE_IMAGE="$image" MLKUBE_KUBECTL="$kubectl" \
   go test -tags e2e -count=1 -timeout 40m -v ./e2e/

@@ -1,6 +1,7 @@
 // Command devctl gives a developer a local mlkube: a kind cluster running the operator built
 // from the checkout's source (`devctl up`), a look at it (`devctl status`), its removal
-// (`devctl down`), and TfJobs, MXJobs and PyTorchJobs run and followed in it (`devctl run`, `logs`, `convert`).
+// (`devctl down`), TfJobs, MXJobs and PyTorchJobs run and followed in it (`devctl run`, `logs`,
+// `convert`), and the terminal dashboard on it (`devctl dashboard`).
 package main
 
 import (
@@ -43,10 +44,12 @@ checkout.
 ` + "`devctl run`" + ` submits a TfJob, MXJob or PyTorchJob and follows it to its end, every replica's
 log included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest
 written for an older TensorFlow, MXNet or PyTorch operator into today's job. These three work on the
-cluster of the current kubeconfig context, which devctl up sets to its kind cluster.`,
+cluster of the current kubeconfig context, which devctl up sets to its kind cluster; so does
+` + "`devctl dashboard`" + `, the live terminal dashboard of the jobs, their replicas and logs (tfjob-tui).`,
 		Example: `  go run ./devctl/cmd/devctl up
   go run ./devctl/cmd/devctl run samples/tfjob-distributed.yaml
   go run ./devctl/cmd/devctl status
+  go run ./devctl/cmd/devctl dashboard
   go run ./devctl/cmd/devctl down`,
 		SilenceErrors: true,
 		SilenceUsage:  true,

@@ -24,7 +24,7 @@ func TestSuspendAndResume(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"},
 		Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{{
 			TfReplicaType: v1beta1.TfReplicaWorker,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: "x"}}}},
+			Template:      corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: "x"}}}},
 		}}},
 	}
 	must(t, k8s.Create(ctx, job))
