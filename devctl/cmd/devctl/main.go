@@ -55,7 +55,8 @@ cluster of the current kubeconfig context, which devctl up sets to its kind clus
 		SilenceUsage:  true,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commands.UsageError(err) })
-	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), logsCommand(), convertCommand(), dashboardCommand())
+	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), logsCommand(), convertCommand(), dashboardCommand(),
+		suspendCommand(true), suspendCommand(false), versionCommand())
 	return cmd
 }
 
@@ -162,7 +163,8 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 
   # the scheduler of an MXJob that has a TfJob of the same name beside it
   devctl logs mnist --kind mxjob --replica scheduler-0`,
-		Args: args(1),
+		Args:              args(1),
+		ValidArgsFunction: completeJob(&opts.Namespace, &opts.Kind),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Job = args[0]
 			return commands.Logs(cmd.Context(), opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -279,4 +281,63 @@ API server); what it finds unhealthy it reports.`,
 	}
 	cmd.Flags().StringVar(&name, "name", name, "name of the kind cluster")
 	return cmd
+}
+
+// completeJob completes a JOB argument with the names of the jobs in the namespace the command's
+// -n gives (else the context's), of its --kind when set.
+func completeJob(namespace, kind *string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return commands.JobNames(cmd.Context(), *namespace, *kind, prefix), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func suspendCommand(suspend bool) *cobra.Command {
+	opts := commands.SuspendOptions{Suspend: suspend, Wait: 30 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "suspend JOB",
+		Short: "Suspend a job: delete its running pods and create none until it is resumed",
+		Long: `Suspend sets the job's runPolicy.suspend to true and waits until the operator says it acted:
+the job's unfinished pods are deleted and none is created, with condition Suspended, as for a
+Kubernetes Job (finished pods and restarts counted so far stay; the activeDeadlineSeconds clock
+restarts on resume). devctl resume undoes it. JOB is found by its name among all kinds; --kind
+says which when two kinds have a job of that name.`,
+		Example: `  devctl suspend distributed
+  devctl suspend mnist --kind mxjob -n team-a`,
+	}
+	if !suspend {
+		cmd.Use, cmd.Short = "resume JOB", "Resume a suspended job: its replicas are created again"
+		cmd.Long = `Resume sets the job's runPolicy.suspend to false and waits until the operator says it resumed
+it: once the pods the suspension deleted are gone, the replicas are created again, and
+activeDeadlineSeconds counts from then. A job created suspended (as queues such as Kueue create
+them) starts this way.`
+		cmd.Example = `  devctl resume distributed`
+	}
+	cmd.Args = args(1)
+	cmd.ValidArgsFunction = completeJob(&opts.Namespace, &opts.Kind)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts.Job = args[0]
+		return commands.Suspend(cmd.Context(), opts, cmd.OutOrStdout())
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the kubeconfig context's)")
+	f.StringVar(&opts.Kind, "kind", "", "the job's kind, tfjob, mxjob or pytorchjob (default: whichever has a job named JOB)")
+	f.DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the operator to act; 0 returns once the field is set")
+	return cmd
+}
+
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print devctl's version and the operator's in the cluster",
+		Long: `Version prints the source revision devctl was built from and, for the cluster of the current
+kubeconfig context, the operator's version as devctl up installed it, its image and how many of
+its replicas are available. A cluster that does not answer is said, not an error.`,
+		Args: args(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return commands.Version(cmd.Context(), cmd.OutOrStdout())
+		},
+	}
 }
