@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +79,10 @@ func TestDashboard(t *testing.T) {
 		if run := flaky(); run.code != 0 {
 			t.Errorf("devctl run of flaky exited %d, want 0", run.code)
 		}
+	})
+
+	t.Run("TensorBoardPortForward", func(t *testing.T) {
+		dashboardTensorBoard(t, d, c, ns)
 	})
 
 	t.Run("TfjobTUIBinary", func(t *testing.T) {
@@ -575,4 +581,52 @@ func (d *dash) quit(t *testing.T) {
 	d.home(t)
 	d.press(t, "q")
 	d.waitFor(t, 30*time.Second, "the dashboard to quit", func(sc string) error { return want(sc, "dashboard exited 0") })
+}
+
+// dashboardTensorBoard opens a job whose TensorBoard (the stand-in) is ready, starts the
+// port-forward with b, and reads the event files the master wrote through the localhost URL the
+// dashboard shows; b again stops it.
+func dashboardTensorBoard(t *testing.T, d *dash, c client.Client, ns string) {
+	r := devctlRun(t, "run", manifest(t, tensorboardJob("tb", "/tmp/mlkube-logs-"+ns)), "-n", ns)
+	if r.code != 0 {
+		t.Fatalf("devctl run exited %d, want 0", r.code)
+	}
+	eventually(t, 2*time.Minute, "status.tensorboard.ready", func() error {
+		if tb := getJob(t, c, ns, "tb").Status.Tensorboard; tb == nil || !tb.Ready {
+			return fmt.Errorf("status.tensorboard %+v", tb)
+		}
+		return nil
+	})
+	d.open(t, "tb")
+	d.waitFor(t, 30*time.Second, "TensorBoard ready on the job's view", func(sc string) error {
+		return want(sc, " TensorBoard  ", "/api/v1/namespaces/"+ns+"/services/tb-tensorboard:80/proxy/ ready", "b: port-forward to localhost")
+	})
+	d.press(t, "b")
+	forwarded := regexp.MustCompile(`port-forward (http://(?:127\.0\.0\.1|localhost):\d+)/? → pod (tb-tensorboard-\S+)`)
+	var url string
+	d.waitFor(t, 30*time.Second, "the port-forward's URL", func(sc string) error {
+		m := forwarded.FindStringSubmatch(sc)
+		if m == nil {
+			return errors.New("no port-forward URL shown")
+		}
+		url = m[1]
+		return nil
+	})
+	resp, err := http.Get(url + "/data/files")
+	if err != nil {
+		t.Fatalf("GET %s/data/files through the dashboard's port-forward: %v", url, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"path":"events.out.tfevents.`) || !strings.Contains(string(body), ".tb-master-0") {
+		t.Errorf("GET %s/data/files: %s\n%s", url, resp.Status, body)
+	}
+	d.press(t, "b")
+	d.waitFor(t, 30*time.Second, "the port-forward stopped", func(sc string) error {
+		return want(sc, "b: port-forward to localhost")
+	})
+	if _, err := http.Get(url + "/data/files"); err == nil {
+		t.Errorf("%s still answers after b stopped the port-forward", url)
+	}
+	d.home(t)
 }

@@ -29,37 +29,7 @@ func TestRunWithTensorBoard(t *testing.T) {
 	// The node's folder both pods mount (one node: a hostPath is shared); the master writes
 	// its events as root, as in samples/tfjob-tensorboard.yaml.
 	hostDir := "/tmp/mlkube-logs-" + ns
-	file := manifest(t, fmt.Sprintf(`
-apiVersion: mlkube.io/v1beta1
-kind: TfJob
-metadata:
-  name: tb
-spec:
-  tensorboard:
-    logDir: /logs/tb
-    image: mlkube/tensorboard-standin:dev
-    volumes:
-    - {name: logs, hostPath: {path: %[1]s, type: DirectoryOrCreate}}
-    volumeMounts:
-    - {name: logs, mountPath: /logs, readOnly: true}
-  replicaSpecs:
-  - tfReplicaType: MASTER
-    template:
-      spec:
-        securityContext: {runAsUser: 0}
-        volumes:
-        - {name: logs, hostPath: {path: %[1]s, type: DirectoryOrCreate}}
-        containers:
-        - name: tensorflow
-          image: mlkube/trainer:dev
-          imagePullPolicy: IfNotPresent
-          args: [--logdir=/logs/tb, --step-delay=20ms]
-          volumeMounts:
-          - {name: logs, mountPath: /logs}
-  - tfReplicaType: WORKER
-    template:
-      spec:`+trainer("--step-delay=20ms")+`
-`, hostDir))
+	file := manifest(t, tensorboardJob("tb", hostDir))
 	r := devctlRun(t, "run", file, "-n", ns)
 	if r.code != 0 {
 		t.Fatalf("devctl run exited %d, want 0", r.code)
@@ -120,4 +90,40 @@ spec:
 	if !master {
 		t.Errorf("TensorBoard lists no event file of the master's: %s", raw)
 	}
+}
+
+// tensorboardJob is a TfJob named name whose master writes event files into hostDir on its node,
+// and whose TensorBoard, the stand-in, reads them from there (one node: a hostPath is shared).
+func tensorboardJob(name, hostDir string) string {
+	return fmt.Sprintf(`
+apiVersion: mlkube.io/v1beta1
+kind: TfJob
+metadata:
+  name: %[2]s
+spec:
+  tensorboard:
+    logDir: /logs/%[2]s
+    image: mlkube/tensorboard-standin:dev
+    volumes:
+    - {name: logs, hostPath: {path: %[1]s, type: DirectoryOrCreate}}
+    volumeMounts:
+    - {name: logs, mountPath: /logs, readOnly: true}
+  replicaSpecs:
+  - tfReplicaType: MASTER
+    template:
+      spec:
+        securityContext: {runAsUser: 0}
+        volumes:
+        - {name: logs, hostPath: {path: %[1]s, type: DirectoryOrCreate}}
+        containers:
+        - name: tensorflow
+          image: mlkube/trainer:dev
+          imagePullPolicy: IfNotPresent
+          args: [--logdir=/logs/%[2]s, --step-delay=20ms]
+          volumeMounts:
+          - {name: logs, mountPath: /logs}
+  - tfReplicaType: WORKER
+    template:
+      spec:`+trainer("--step-delay=20ms")+`
+`, hostDir, name)
 }
