@@ -213,6 +213,14 @@ type fault struct {
 
 func (o Options) fault() fault { return fault{o.ExitCode, o.ExitAtStep, o.ExitOnceFile} }
 
+// withoutFault are the options for parameters a replica serves beside its own work (a decider or
+// a DMLC scheduler with no ps): --exit-at-step counts the replica's own steps, and a second check
+// in the same process would use up --exit-once-file without the process exiting.
+func (o Options) withoutFault() Options {
+	o.ExitAtStep, o.ExitOnceFile = 0, ""
+	return o
+}
+
 // check tells whether the replica must exit now, at its own step, and with what code.
 func (f fault) check(step int64, log *logger) (int, bool) {
 	if f.atStep <= 0 || step != f.atStep {

@@ -325,7 +325,7 @@ func runScheduler(ctx context.Context, cfg DMLCConfig, o Options, log *logger) i
 	reg.routes(mux)
 	var shards []peer
 	if cfg.NumServer == 0 {
-		ps := newParamServer(0, 1, o, log)
+		ps := newParamServer(0, 1, o.withoutFault(), log)
 		ps.routes(mux)
 		// The scheduler reads them over HTTP, as it would from servers.
 		shards = []peer{{replicaName(roleScheduler, 0), selfAddr(ln)}}

@@ -365,6 +365,23 @@ func TestExitOnceFile(t *testing.T) {
 	wait(t, "ps-0", ps, 0)
 }
 
+// A decider that holds the parameters itself (no ps) exits at its own step: the parameters it
+// serves beside its training do not use up the --exit-once-file on their own step, which left
+// the process running and the next run going on.
+func TestExitOnceFileWithoutPS(t *testing.T) {
+	c := newTestCluster(t, map[string]int{typeWorker: 1})
+	o := testOptions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	o.ExitCode, o.ExitAtStep, o.ExitOnceFile = 137, 2, filepath.Join(t.TempDir(), "failed-once")
+	if code := c.run(ctx, typeWorker, 0, o); code != 137 {
+		t.Fatalf("first run exited %d, want 137:\n%s", code, c.log("worker-0"))
+	}
+	if strings.Count(c.log("worker-0"), "--exit-once-file") != 0 || !strings.Contains(c.log("worker-0"), "exiting with code 137 at own step 2") {
+		t.Errorf("the log does not tell one planned exit:\n%s", c.log("worker-0"))
+	}
+}
+
 func TestPeersNotUpIsRetryable(t *testing.T) {
 	cluster := map[string][]string{typeWorker: {deadAddr(t), deadAddr(t)}, typePS: {deadAddr(t)}}
 	o := testOptions(t)

@@ -24,7 +24,7 @@ func runTrainer(ctx context.Context, cfg TFConfig, o Options, log *logger) int {
 	var hosted *serving
 	if cfg.HostsParams() {
 		var err error
-		if hosted, err = serveParams(o.Listener, cfg.Self(), 0, 1, o, log); err != nil {
+		if hosted, err = serveParams(o.Listener, cfg.Self(), 0, 1, o.withoutFault(), log); err != nil {
 			log.printf("cannot serve the parameters on %s: %v", cfg.Self(), err)
 			return exitFailed
 		}
