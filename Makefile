@@ -14,10 +14,12 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: generate
-generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and markers.
+generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and markers (and the chart's copies).
 	$(GO) tool controller-gen object paths=./operator/api/...
 	$(GO) tool controller-gen crd:generateEmbeddedObjectMeta=true paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	$(GO) tool controller-gen rbac:roleName=mlkube-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
+	@# The Helm chart's CRDs and the operator's RBAC rules are copies of the above, never edited.
+	hack/chart-files.sh
 
 .PHONY: build
 build: ## Build the operator into bin/.
