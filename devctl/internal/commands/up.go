@@ -327,16 +327,26 @@ func (u *up) loadImages(ctx context.Context) error {
 		return err
 	}
 	task.Done("wrote the archive (%.1f MB)", float64(size)/1e6)
-	for _, i := range targets {
+	// Every node at once: each load is mostly the node's containerd unpacking, and a cluster of
+	// several nodes would otherwise pay for them one after the other.
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for j, i := range targets {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		task := p.Start(fmt.Sprintf("loading it into node %s", u.nodes[i]))
-		if err := kindcluster.LoadArchive(u.nodes[i], archive.Name()); err != nil {
-			task.Fail()
-			return err
-		}
-		task.Done("")
+		wg.Go(func() {
+			if errs[j] = kindcluster.LoadArchive(u.nodes[i], archive.Name()); errs[j] != nil {
+				task.Fail()
+				return
+			}
+			task.Done("")
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), images.DevTag, len(targets))
 }
