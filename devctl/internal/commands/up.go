@@ -48,7 +48,7 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	u := &up{opts: opts, root: root, cluster: kindcluster.New(opts.Name, kindcmd.NewLogger())}
+	u := &up{opts: opts, root: root, cluster: kindcluster.New(opts.Name, kindcmd.NewLogger()), ctx: ctx}
 	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
 	err = r.Run(ctx,
 		steps.Step{Name: "Checking Docker", Run: u.checkDocker},
@@ -71,6 +71,8 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 }
 
 type up struct {
+	// ctx is Up's: the early builds outlive the step that starts them.
+	ctx     context.Context
 	opts    UpOptions
 	root    string
 	cluster *kindcluster.Cluster
@@ -82,6 +84,36 @@ type up struct {
 	// digest), as they were before this run loaded any.
 	nodes []nodes.Node
 	have  []map[string]string
+	// early are the images built while a new cluster was being created, by image name.
+	early map[string]*earlyBuild
+}
+
+// earlyBuild is an image built while the cluster was created: a new cluster holds none of our
+// images, so they are built anyway, and building them beside kind's work takes them off the
+// critical path (most of a cold multi-node up). key is the sources' hash before the build.
+type earlyBuild struct {
+	done   chan struct{}
+	key    string
+	keyErr error
+	b      *images.Built
+	err    error
+}
+
+// buildEarly starts building every image, quietly: kind draws its own progress meanwhile, and
+// the images step reports the builds.
+func (u *up) buildEarly(ctx context.Context) {
+	u.version = sourceVersion(ctx, u.root)
+	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
+	u.early = map[string]*earlyBuild{}
+	for _, img := range images.Ours {
+		e := &earlyBuild{done: make(chan struct{})}
+		u.early[img.Name] = e
+		go func() {
+			defer close(e.done)
+			e.key, e.keyErr = images.Key(ctx, opts, img)
+			e.b, e.err = images.Build(ctx, opts, img)
+		}()
+	}
 }
 
 func (u *up) checkDocker(ctx context.Context) error {
@@ -120,6 +152,7 @@ func (u *up) createCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	u.buildEarly(u.ctx)
 	if err := u.cluster.Create(cfg, u.opts.NodeImage, u.opts.Wait); err != nil {
 		return err
 	}
@@ -226,6 +259,20 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cac
 			if u.onEveryNode(b) {
 				return b, true, nil
 			}
+		}
+	}
+	if e := u.early[img.Name]; e != nil {
+		<-e.done
+		// Taken when the sources did not change since it started: else built again below.
+		if e.err == nil && e.keyErr == nil && keyErr == nil && e.key == key {
+			task := p.Start("building " + img.Name)
+			task.Done("built %s while the cluster was created", e.b.Ref)
+			if cache.Dir != "" {
+				if err := cache.Store(key, e.b.Ref); err != nil {
+					p.Printf("not remembering the build of %s: %v", e.b.Ref, err)
+				}
+			}
+			return e.b, false, nil
 		}
 	}
 	task := p.Start("building " + img.Name)
