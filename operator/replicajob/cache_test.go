@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mlkube/mlkube/operator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -27,12 +28,7 @@ func TestCacheHoldsOnlyTheJobsDeployments(t *testing.T) {
 	}
 	must(t, k8s.Create(context.Background(), other))
 
-	mgr, err := operator.New(cfg, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	mgr := startManager(t, ns)
 
 	job := standardJob(ns, "cached")
 	job.Spec.Tensorboard = &v1beta1.TensorboardSpec{LogDir: "/logs"}
@@ -57,12 +53,7 @@ func TestCacheHoldsOnlyTheJobsDeployments(t *testing.T) {
 // it out, and the operator's status writes leave it on the stored job.
 func TestCacheLeavesOutLastAppliedButKeepsItStored(t *testing.T) {
 	ns := namespace(t)
-	mgr, err := operator.New(cfg, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	mgr := startManager(t, ns)
 
 	job := standardJob(ns, "applied")
 	job.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"TfJob"}`, "team": "vision"}
@@ -85,4 +76,17 @@ func TestCacheLeavesOutLastAppliedButKeepsItStored(t *testing.T) {
 	if stored.Annotations[corev1.LastAppliedConfigAnnotation] != `{"kind":"TfJob"}` || stored.Annotations["team"] != "vision" {
 		t.Fatalf("stored annotations after the operator's writes: %v", stored.Annotations)
 	}
+}
+
+// startManager runs the operator on ns until the test ends and returns its manager, whose
+// cache the tests look into.
+func startManager(t *testing.T, ns string) manager.Manager {
+	t.Helper()
+	mgr, err := operator.New(cfg, operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return mgr
 }
