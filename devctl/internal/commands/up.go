@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kind/pkg/cluster/constants"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
@@ -301,6 +302,7 @@ func (u *up) listNodeImages() error {
 	if err != nil {
 		return err
 	}
+	all = podNodes(all)
 	u.nodes, u.have = all, make([]map[string]string, len(all))
 	for i, n := range all {
 		if u.have[i], err = nodeImages(n); err != nil {
@@ -308,6 +310,22 @@ func (u *up) listNodeImages() error {
 		}
 	}
 	return nil
+}
+
+// podNodes are the nodes our pods can run on: with workers, the workers alone, as kind taints
+// the control plane of a cluster that has them; else the one control plane. Our images go
+// only there.
+func podNodes(all []nodes.Node) []nodes.Node {
+	var workers []nodes.Node
+	for _, n := range all {
+		if role, err := n.Role(); err == nil && role == constants.WorkerNodeRoleValue {
+			workers = append(workers, n)
+		}
+	}
+	if len(workers) == 0 {
+		return all
+	}
+	return workers
 }
 
 // onEveryNode reports whether every node holds b under its content tag, with the :dev alias on
