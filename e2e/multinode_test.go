@@ -52,6 +52,16 @@ func TestAcrossNodes(t *testing.T) {
 		t.Logf("$ devctl %s  (%.1fs, err=%v)\n%s", strings.Join(args, " "), time.Since(start).Seconds(), err, out.String())
 		return out.String(), time.Since(start), err
 	}
+	// Misuse says what to do and changes nothing: --workers does not reshape the suite's
+	// one-node cluster, and does not go with --config.
+	out, _, err := devctlMulti("up", "--name", name, "--workers", "2", "--image", nodeImage)
+	if err == nil || !strings.Contains(out, "cluster "+name+" exists with 1 node(s); --workers 2 asks for 3") || !strings.Contains(out, "devctl down --name "+name) {
+		t.Errorf("devctl up --workers 2 on the one-node cluster: %v\n%s", err, out)
+	}
+	out, _, err = devctlMulti("up", "--name", "mlkube-e2e-never", "--workers", "2", "--config", "../clusters/kind.yaml")
+	if err == nil || !strings.Contains(out, "--workers and --config both shape the cluster: give one") {
+		t.Errorf("devctl up --workers with --config: %v\n%s", err, out)
+	}
 	t.Cleanup(func() {
 		if _, _, err := devctlMulti("down", "--name", multi); err != nil {
 			t.Errorf("devctl down --name %s: %v", multi, err)

@@ -50,10 +50,12 @@ func TestCountStates(t *testing.T) {
 		j.Status.State = s
 		return &j
 	}
+	suspended := job(v1beta1.JobStateRunning).(*v1beta1.PyTorchJob)
+	suspended.Status.Phase = v1beta1.JobPhaseSuspended
 	got := countStates([]runtime.Object{
-		job(v1beta1.JobStateFailed), job(v1beta1.JobStateRunning), job(""), job(v1beta1.JobStateRunning), job(v1beta1.JobStateSucceeded),
+		job(v1beta1.JobStateFailed), job(v1beta1.JobStateRunning), job(""), suspended, job(v1beta1.JobStateRunning), job(v1beta1.JobStateSucceeded),
 	})
-	if want := "1 New, 2 Running, 1 Succeeded, 1 Failed"; got != want {
+	if want := "1 New, 2 Running, 1 Suspended, 1 Succeeded, 1 Failed"; got != want {
 		t.Errorf("countStates = %q, want %q", got, want)
 	}
 	if got := countStates(nil); got != "none" {

@@ -181,12 +181,17 @@ func countStates(jobs []runtime.Object) string {
 			return fmt.Sprintf("cannot count a %T", obj)
 		}
 		state := string(job.JobStatus().State)
-		if state == "" {
+		switch {
+		case state == "":
 			state = "New"
+		case job.JobStatus().Phase == v1beta1.JobPhaseSuspended:
+			// Running as an outcome, yet without pods: counted apart, as kubectl counts a
+			// suspended Job.
+			state = "Suspended"
 		}
 		counts[state]++
 	}
-	order := map[string]int{"New": 0, string(v1beta1.JobStateRunning): 1, string(v1beta1.JobStateSucceeded): 2, string(v1beta1.JobStateFailed): 3}
+	order := map[string]int{"New": 0, string(v1beta1.JobStateRunning): 1, "Suspended": 2, string(v1beta1.JobStateSucceeded): 3, string(v1beta1.JobStateFailed): 4}
 	states := make([]string, 0, len(counts))
 	for s := range counts {
 		states = append(states, s)

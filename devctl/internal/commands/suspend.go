@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
+	"github.com/mlkube/mlkube/devctl/internal/manifests"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -69,18 +70,24 @@ func Suspend(ctx context.Context, o SuspendOptions, out io.Writer) error {
 	wctx, cancel := context.WithTimeout(ctx, o.Wait)
 	defer cancel()
 	key := client.ObjectKeyFromObject(obj)
-	for {
-		if err := cl.Client.Get(wctx, key, obj); err == nil {
-			c := meta.FindStatusCondition(obj.(v1beta1.Job).JobStatus().Conditions, v1beta1.JobSuspended)
-			if c != nil && c.Reason == done {
-				fmt.Fprintf(out, "%s %s: %s\n", ref, verb, c.Message)
-				return nil
-			}
+	var said string
+	err = manifests.Wait(wctx, 200*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		if err := cl.Client.Get(ctx, key, obj); err != nil {
+			return false, "", err
 		}
-		select {
-		case <-wctx.Done():
-			return fmt.Errorf("%s: runPolicy.suspend is %t, but the operator has not said it %s the job after %s; is it running? (devctl status, kubectl describe %s)", ref, o.Suspend, verb, o.Wait, ref)
-		case <-time.After(200 * time.Millisecond):
+		c := meta.FindStatusCondition(obj.(v1beta1.Job).JobStatus().Conditions, v1beta1.JobSuspended)
+		if c != nil && c.Reason == done {
+			said = c.Message
+			return true, "", nil
 		}
+		return false, "condition Suspended, reason " + done, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%s: runPolicy.suspend is %t, but the operator has not said it %s the job after %s (%v); is it running? (devctl status, kubectl describe %s)", ref, o.Suspend, verb, o.Wait, err, ref)
 	}
+	fmt.Fprintf(out, "%s %s: %s\n", ref, verb, said)
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -57,5 +58,29 @@ func TestSuspendAndResume(t *testing.T) {
 	err := Suspend(ctx, SuspendOptions{Job: "nope", Namespace: ns, Suspend: true}, &out)
 	if err == nil || !strings.Contains(err.Error(), "no tfjob/nope") {
 		t.Errorf("suspending a job that is not there: %v", err)
+	}
+}
+
+// With no operator acting on the job, devctl suspend says so when its wait ends, and how to look.
+func TestSuspendWithoutAnOperator(t *testing.T) {
+	ns := envtest(t)
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &v1beta1.TfJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alone"},
+		Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{{
+			TfReplicaType: v1beta1.TfReplicaWorker,
+			Template:      corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: "x"}}}},
+		}}},
+	}))
+	var out bytes.Buffer
+	err := Suspend(ctx, SuspendOptions{Job: "alone", Namespace: ns, Suspend: true, Wait: time.Second}, &out)
+	if err == nil || !strings.Contains(err.Error(), "tfjob/alone: runPolicy.suspend is true, but the operator has not said it suspended the job after 1s") ||
+		!strings.Contains(err.Error(), "devctl status") {
+		t.Errorf("error %v", err)
+	}
+	var job v1beta1.TfJob
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "alone"}, &job))
+	if !job.Spec.RunPolicy.Suspended() {
+		t.Errorf("runPolicy.suspend not set: %+v", job.Spec.RunPolicy)
 	}
 }
