@@ -72,7 +72,10 @@ func TestAcrossNodes(t *testing.T) {
 		t.Fatalf("devctl up --workers 2: %v", err)
 	}
 	timing("devctl up --workers 2: a new cluster of 3 nodes, flannel, operator", took)
-	contains(t, "devctl up --workers 2", out, "--workers 2 (1 control plane, 2 workers, flannel)", "mlkube is up on kind cluster "+multi)
+	contains(t, "devctl up --workers 2", out, "--workers 2 (1 control plane, 2 workers, flannel)", "mlkube is up on kind cluster "+multi,
+		// The images go to the two workers alone (the control plane is tainted), while kind
+		// creates the cluster.
+		"into 2 node(s) while the cluster was created")
 
 	raw, err := kindcluster.NewProvider().KubeConfig(multi, false)
 	must(t, err)

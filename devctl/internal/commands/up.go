@@ -85,36 +85,12 @@ type up struct {
 	// digest), as they were before this run loaded any.
 	nodes []nodes.Node
 	have  []map[string]string
-	// early are the images built while a new cluster was being created, by image name.
-	early map[string]*earlyBuild
-}
-
-// earlyBuild is an image built while the cluster was created: a new cluster holds none of our
-// images, so they are built anyway, and building them beside kind's work takes them off the
-// critical path (most of a cold multi-node up). key is the sources' hash before the build.
-type earlyBuild struct {
-	done   chan struct{}
-	key    string
-	keyErr error
-	b      *images.Built
-	err    error
-}
-
-// buildEarly starts building every image, quietly: kind draws its own progress meanwhile, and
-// the images step reports the builds.
-func (u *up) buildEarly(ctx context.Context) {
-	u.version = sourceVersion(ctx, u.root)
-	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
-	u.early = map[string]*earlyBuild{}
-	for _, img := range images.Ours {
-		e := &earlyBuild{done: make(chan struct{})}
-		u.early[img.Name] = e
-		go func() {
-			defer close(e.done)
-			e.key, e.keyErr = images.Key(ctx, opts, img)
-			e.b, e.err = images.Build(ctx, opts, img)
-		}()
-	}
+	// early are the images built while a new cluster was being created, by image name, and
+	// loaded is their loading into its nodes meanwhile (up_early.go).
+	early  map[string]*earlyBuild
+	loaded *earlyLoad
+	// stopLoad ends the early load's context once it is done.
+	stopLoad context.CancelFunc
 }
 
 func (u *up) checkDocker(ctx context.Context) error {
@@ -154,9 +130,18 @@ func (u *up) createCluster(ctx context.Context) error {
 		return err
 	}
 	u.buildEarly(u.ctx)
+	lctx, stopLoad := context.WithCancel(u.ctx)
+	if want, err := kindcluster.ConfigNodes(cfg); err == nil {
+		u.loaded = u.loadEarly(lctx, want)
+	}
 	if err := u.cluster.Create(cfg, u.opts.NodeImage, u.opts.Wait); err != nil {
+		stopLoad()
+		if u.loaded != nil {
+			<-u.loaded.done
+		}
 		return err
 	}
+	u.stopLoad = stopLoad
 	return steps.Done("Created cluster %s from %s", u.opts.Name, from)
 }
 
@@ -206,6 +191,10 @@ func (u *up) buildImages(ctx context.Context) error {
 	var listErr error
 	go func() {
 		defer close(listed)
+		if u.loaded != nil {
+			<-u.loaded.done
+			u.stopLoad()
+		}
 		listErr = u.listNodeImages()
 	}()
 	var cache images.Cache
@@ -250,18 +239,6 @@ func (u *up) buildImages(ctx context.Context) error {
 // build of the same key: then there is no build. listed closes once u.have is filled in.
 func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, bool, error) {
 	key, keyErr := images.Key(ctx, opts, img)
-	switch {
-	case keyErr != nil:
-		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, oneLine(keyErr))
-	case cache.Dir != "":
-		if ref, ok := cache.Lookup(img, key); ok {
-			<-listed
-			b := &images.Built{Image: img, Ref: ref}
-			if u.onEveryNode(b) {
-				return b, true, nil
-			}
-		}
-	}
 	if e := u.early[img.Name]; e != nil {
 		<-e.done
 		// Taken when the sources did not change since it started: else built again below.
@@ -274,6 +251,18 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cac
 				}
 			}
 			return e.b, false, nil
+		}
+	}
+	switch {
+	case keyErr != nil:
+		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, oneLine(keyErr))
+	case cache.Dir != "":
+		if ref, ok := cache.Lookup(img, key); ok {
+			<-listed
+			b := &images.Built{Image: img, Ref: ref}
+			if u.onEveryNode(b) {
+				return b, true, nil
+			}
 		}
 	}
 	task := p.Start("building " + img.Name)
@@ -360,7 +349,14 @@ func (u *up) loadImages(ctx context.Context) error {
 			targets = append(targets, i)
 		}
 	}
+	early := u.loaded
+	if early != nil && early.err != nil {
+		p.Printf("loading the images while the cluster was created failed, so loading them now: %s", oneLine(early.err))
+	}
 	if len(targets) == 0 {
+		if early != nil && early.err == nil {
+			return steps.Done("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), images.DevTag, early.nodes)
+		}
 		return steps.Done("Images already on the nodes")
 	}
 	var refs []string
@@ -372,25 +368,12 @@ func (u *up) loadImages(ctx context.Context) error {
 	}
 
 	task := p.Start("writing the archive of " + strings.Join(refs, ", "))
-	archive, err := os.CreateTemp("", "devctl-images-*.tar")
+	archive, size, err := writeArchive(toLoad)
 	if err != nil {
 		task.Fail()
 		return err
 	}
-	defer os.Remove(archive.Name())
-	if err := images.WriteArchive(archive, toLoad...); err != nil {
-		archive.Close()
-		task.Fail()
-		return fmt.Errorf("writing the image archive: %w", err)
-	}
-	size, err := archive.Seek(0, io.SeekCurrent)
-	if cerr := archive.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		task.Fail()
-		return err
-	}
+	defer os.Remove(archive)
 	task.Done("wrote the archive (%.1f MB)", float64(size)/1e6)
 	// Every node at once: each load is mostly the node's containerd unpacking, and a cluster of
 	// several nodes would otherwise pay for them one after the other.
@@ -402,7 +385,7 @@ func (u *up) loadImages(ctx context.Context) error {
 		}
 		task := p.Start(fmt.Sprintf("loading it into node %s", u.nodes[i]))
 		wg.Go(func() {
-			if errs[j] = kindcluster.LoadArchive(u.nodes[i], archive.Name()); errs[j] != nil {
+			if errs[j] = kindcluster.LoadArchive(u.nodes[i], archive); errs[j] != nil {
 				task.Fail()
 				return
 			}

@@ -33,3 +33,23 @@ func TestMultiNodeConfig(t *testing.T) {
 		seen[host] = true
 	}
 }
+
+// The node count of a config is what kind would make: one node when the config lists none.
+func TestConfigNodes(t *testing.T) {
+	for _, c := range []struct {
+		config string
+		want   int
+	}{
+		{DefaultConfig, 1},
+		{string(MultiNodeConfig(2, "/cache/cni")), 3},
+		{"kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n", 1},
+	} {
+		got, err := ConfigNodes([]byte(c.config))
+		if err != nil || got != c.want {
+			t.Errorf("ConfigNodes(%q) = %d, %v; want %d", c.config, got, err, c.want)
+		}
+	}
+	if _, err := ConfigNodes([]byte("nodes: [")); err == nil {
+		t.Error("ConfigNodes took a config that is not YAML")
+	}
+}

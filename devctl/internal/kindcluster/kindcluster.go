@@ -15,11 +15,13 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 	"sigs.k8s.io/kind/pkg/log"
+	"sigs.k8s.io/yaml"
 )
 
 // DefaultConfig is the cluster config when the repository has none: one node, and no kindnet
@@ -49,6 +51,16 @@ func MultiNodeConfig(workers int, netDir string) []byte {
 		fmt.Fprintf(&b, "- role: %s\n  extraMounts:\n  - hostPath: %s\n    containerPath: /etc/cni/net.d\n", role, filepath.Join(netDir, fmt.Sprintf("node-%d", i)))
 	}
 	return []byte(b.String())
+}
+
+// ConfigNodes is how many nodes a cluster of this kind config has: one when it lists none, as
+// kind makes it.
+func ConfigNodes(config []byte) (int, error) {
+	var c v1alpha4.Cluster
+	if err := yaml.Unmarshal(config, &c); err != nil {
+		return 0, fmt.Errorf("reading the kind config: %w", err)
+	}
+	return max(len(c.Nodes), 1), nil
 }
 
 // marker is the file devctl leaves on every node it creates: a cluster of the same name without it
