@@ -197,60 +197,77 @@ func (u *up) buildImages(ctx context.Context) error {
 		}
 		listErr = u.listNodeImages()
 	}()
-	var cache images.Cache
-	if dir, err := cacheDir(); err != nil {
-		p.Printf("building every image: no cache directory (%v)", err)
-	} else {
-		cache.Dir = filepath.Join(dir, "images")
-	}
+	cache := u.imageCache(p)
 	// At once: after a change, each build is mostly its link, one core each, and nodeprobe's
 	// (cgo, through the C linker) is the longest.
-	built := make([]*images.Built, len(images.Ours))
-	reused := make([]bool, len(images.Ours))
+	got := make([]*images.Built, len(images.Ours))
+	origins := make([]origin, len(images.Ours))
 	errs := make([]error, len(images.Ours))
 	var wg sync.WaitGroup
 	for i, img := range images.Ours {
-		wg.Go(func() { built[i], reused[i], errs[i] = u.buildImage(ctx, p, cache, opts, img, listed) })
+		wg.Go(func() { got[i], origins[i], errs[i] = u.buildImage(ctx, p, cache, opts, img, listed) })
 	}
 	wg.Wait()
 	<-listed
 	if err := errors.Join(append(errs, listErr)...); err != nil {
 		return err
 	}
-	var made, kept []string
-	for i, b := range built {
+	byOrigin := map[origin][]string{}
+	for i, b := range got {
 		u.built = append(u.built, b)
-		if reused[i] {
-			kept = append(kept, b.Ref.String())
-		} else {
-			made = append(made, b.Ref.String())
+		byOrigin[origins[i]] = append(byOrigin[origins[i]], b.Ref.String())
+	}
+	if len(byOrigin) == 1 && byOrigin[unchanged] != nil {
+		return steps.Done("Images unchanged, already on the nodes: %s (version %s)", strings.Join(byOrigin[unchanged], ", "), u.version)
+	}
+	var parts []string
+	for _, o := range []origin{built, fromCache, unchanged} {
+		if refs := byOrigin[o]; refs != nil {
+			parts = append(parts, string(o)+" "+strings.Join(refs, ", "))
 		}
 	}
-	switch {
-	case len(made) == 0:
-		return steps.Done("Images unchanged, already on the nodes: %s (version %s)", strings.Join(kept, ", "), u.version)
-	case len(kept) == 0:
-		return steps.Done("Built %s (version %s)", strings.Join(made, ", "), u.version)
-	}
-	return steps.Done("Built %s; unchanged %s (version %s)", strings.Join(made, ", "), strings.Join(kept, ", "), u.version)
+	parts[0] = strings.ToUpper(parts[0][:1]) + parts[0][1:]
+	return steps.Done("%s (version %s)", strings.Join(parts, "; "), u.version)
 }
 
-// buildImage returns img's image, and whether it is one the nodes hold already, from an earlier
-// build of the same key: then there is no build. listed closes once u.have is filled in.
-func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, bool, error) {
+// origin is where an image of this run comes from.
+type origin string
+
+const (
+	built     origin = "built"
+	fromCache origin = "taken from the cache"
+	unchanged origin = "unchanged"
+)
+
+// imageCache is where built images are remembered, by key; without a cache directory, nothing is.
+func (u *up) imageCache(p *steps.Progress) images.Cache {
+	dir, err := cacheDir()
+	if err != nil {
+		if p != nil {
+			p.Printf("building every image: no cache directory (%v)", err)
+		}
+		return images.Cache{}
+	}
+	return images.Cache{Dir: filepath.Join(dir, "images")}
+}
+
+// buildImage returns img's image and where it comes from: an earlier build of the same key that
+// the nodes hold already (unchanged: then there is no build), one the cache kept, or a build.
+// listed closes once u.have is filled in.
+func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, origin, error) {
 	key, keyErr := images.Key(ctx, opts, img)
 	if e := u.early[img.Name]; e != nil {
 		<-e.done
 		// Taken when the sources did not change since it started: else built again below.
 		if e.err == nil && e.keyErr == nil && keyErr == nil && e.key == key {
 			task := p.Start("building " + img.Name)
-			task.Done("built %s while the cluster was created", e.b.Ref)
-			if cache.Dir != "" {
-				if err := cache.Store(key, e.b.Ref); err != nil {
-					p.Printf("not remembering the build of %s: %v", e.b.Ref, err)
-				}
+			if e.cached {
+				task.Done("took %s from the cache while the cluster was created", e.b.Ref)
+				return e.b, fromCache, nil
 			}
-			return e.b, false, nil
+			task.Done("built %s while the cluster was created", e.b.Ref)
+			u.remember(p, cache, key, e.b)
+			return e.b, built, nil
 		}
 	}
 	switch {
@@ -261,8 +278,13 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cac
 			<-listed
 			b := &images.Built{Image: img, Ref: ref}
 			if u.onEveryNode(b) {
-				return b, true, nil
+				return b, unchanged, nil
 			}
+		}
+		if b, ok := cache.LoadImage(img, key); ok {
+			task := p.Start("building " + img.Name)
+			task.Done("took %s from the cache", b.Ref)
+			return b, fromCache, nil
 		}
 	}
 	task := p.Start("building " + img.Name)
@@ -270,19 +292,27 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cac
 	b, err := images.Build(ctx, opts, img)
 	if err != nil {
 		task.Fail()
-		return nil, false, err
+		return nil, built, err
 	}
 	task.Done("built %s", b.Ref)
-	if keyErr == nil && cache.Dir != "" {
+	if keyErr == nil {
 		// Remembered only when the sources did not change during the build: else the image may
 		// be of other sources than the key's.
 		if after, err := images.Key(ctx, opts, img); err == nil && after == key {
-			if err := cache.Store(key, b.Ref); err != nil {
-				p.Printf("not remembering the build of %s: %v", b.Ref, err)
-			}
+			u.remember(p, cache, key, b)
 		}
 	}
-	return b, false, nil
+	return b, built, nil
+}
+
+// remember records that key gave b, and keeps b, so that the next cluster needs no build.
+func (u *up) remember(p *steps.Progress, cache images.Cache, key string, b *images.Built) {
+	if cache.Dir == "" {
+		return
+	}
+	if err := errors.Join(cache.Store(key, b.Ref), cache.StoreImage(key, b)); err != nil {
+		p.Printf("not remembering the build of %s: %v", b.Ref, err)
+	}
 }
 
 // listNodeImages finds the cluster's nodes and the images each holds.

@@ -28,12 +28,16 @@ type earlyBuild struct {
 	keyErr error
 	b      *images.Built
 	err    error
+	// cached: b is the image the cache kept for key, and there was no build.
+	cached bool
 }
 
-// buildEarly starts building every image.
+// buildEarly starts building every image, or taking it from the cache when its sources are
+// those of a kept image.
 func (u *up) buildEarly(ctx context.Context) {
 	u.version = sourceVersion(ctx, u.root)
 	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
+	cache := u.imageCache(nil)
 	u.early = map[string]*earlyBuild{}
 	for _, img := range images.Ours {
 		e := &earlyBuild{done: make(chan struct{})}
@@ -41,6 +45,11 @@ func (u *up) buildEarly(ctx context.Context) {
 		go func() {
 			defer close(e.done)
 			e.key, e.keyErr = images.Key(ctx, opts, img)
+			if e.keyErr == nil && cache.Dir != "" {
+				if e.b, e.cached = cache.LoadImage(img, e.key); e.cached {
+					return
+				}
+			}
 			e.b, e.err = images.Build(ctx, opts, img)
 		}()
 	}

@@ -201,3 +201,47 @@ func TestCacheRemembersTheImageOfAKey(t *testing.T) {
 		t.Errorf("the cache keeps %d entries, want at most %d", len(entries), 2*cacheKeep)
 	}
 }
+
+// A kept image comes back whole, under its reference; a missing or damaged file, or one that
+// holds another image, is no image; only the newest imagesKeep are kept.
+func TestCacheKeepsTheImagesThemselves(t *testing.T) {
+	c := Cache{Dir: filepath.Join(t.TempDir(), "images")}
+	b, err := Assemble(app, []byte("a binary"), runtime.GOARCH)
+	must(t, err)
+	must(t, c.Store("k1", b.Ref))
+	if _, ok := c.LoadImage(app, "k1"); ok {
+		t.Fatal("found an image that was never kept")
+	}
+	must(t, c.StoreImage("k1", b))
+	got, ok := c.LoadImage(app, "k1")
+	if !ok {
+		t.Fatal("the kept image was not found")
+	}
+	want, err := b.Img.Digest()
+	must(t, err)
+	if d, err := got.Img.Digest(); err != nil || d != want || got.Ref != b.Ref {
+		t.Errorf("kept image %s (%v) as %s; want %s as %s", d, err, got.Ref, want, b.Ref)
+	}
+
+	// The reference of k2 names another image than the file holds.
+	other, err := Assemble(app, []byte("another binary"), runtime.GOARCH)
+	must(t, err)
+	must(t, c.Store("k2", other.Ref))
+	must(t, c.StoreImage("k2", b))
+	if _, ok := c.LoadImage(app, "k2"); ok {
+		t.Error("a file holding another image than its reference was taken")
+	}
+	write(t, filepath.Join(c.Dir, "k1"+imageSuffix), "not an image")
+	if _, ok := c.LoadImage(app, "k1"); ok {
+		t.Error("a damaged file was taken")
+	}
+
+	for i := range imagesKeep + 3 {
+		must(t, c.StoreImage(fmt.Sprintf("many%02d", i), b))
+	}
+	kept, err := filepath.Glob(filepath.Join(c.Dir, "*"+imageSuffix))
+	must(t, err)
+	if len(kept) != imagesKeep {
+		t.Errorf("the cache keeps %d images, want %d", len(kept), imagesKeep)
+	}
+}
