@@ -75,7 +75,9 @@ func TestAcrossNodes(t *testing.T) {
 	contains(t, "devctl up --workers 2", out, "--workers 2 (1 control plane, 2 workers, flannel)", "mlkube is up on kind cluster "+multi,
 		// The images go to the two workers alone (the control plane is tainted), while kind
 		// creates the cluster.
-		"into 2 node(s) while the cluster was created")
+		"into 2 node(s) while the cluster was created",
+		// The manifests go in once the apiserver answers, while kind joins the workers.
+		"Applied the operator manifests: ", "Applied the nodeprobe manifests: ", ", while the cluster was created")
 
 	raw, err := kindcluster.NewProvider().KubeConfig(multi, false)
 	must(t, err)

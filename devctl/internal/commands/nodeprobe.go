@@ -81,6 +81,16 @@ func withoutLiveAcceleratorConfig(ctx context.Context, c client.Client, objs []*
 	return kept, len(kept) < len(objs), nil
 }
 
+// applyNodeprobeStep reports the early apply of a new cluster, or applies now.
+func (u *up) applyNodeprobeStep(ctx context.Context) error {
+	if u.applied != nil {
+		if r := earlyResult(steps.From(ctx), u.applied.nodeprobe); r != nil {
+			return r
+		}
+	}
+	return u.applyNodeprobe(ctx)
+}
+
 func (u *up) applyNodeprobe(ctx context.Context) error {
 	objs, err := nodeprobeObjects(u.image("mlkube/nodeprobe", nodeprobeDevImage), u.version)
 	if err != nil {
@@ -99,6 +109,9 @@ func (u *up) waitNodeprobe(ctx context.Context) error {
 	ready := manifests.DaemonSetRolledOut(u.kube, key)
 	image := u.image("mlkube/nodeprobe", nodeprobeDevImage)
 	if ok, _, err := ready(ctx); err == nil && ok {
+		if u.appliedEarly() {
+			return steps.Done("nodeprobe running %s on %s, started while the cluster was created", image, u.nodeprobeNodes(ctx))
+		}
 		return steps.Done("nodeprobe already running %s on %s", image, u.nodeprobeNodes(ctx))
 	}
 	wctx, cancel := context.WithTimeout(ctx, u.opts.Wait)

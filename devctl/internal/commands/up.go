@@ -57,11 +57,11 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 		steps.Step{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
 		steps.Step{Name: "Building images", Run: u.buildImages},
 		steps.Step{Name: "Loading images into the nodes", Run: u.loadImages},
-		steps.Step{Name: "Applying the operator manifests", Run: u.applyOperator},
+		steps.Step{Name: "Applying the operator manifests", Run: u.applyOperatorStep},
 		steps.Step{Name: "Waiting for the operator", Run: u.waitOperator},
 		// nodeprobe after the operator: its manifests need the operator's namespace and the
 		// accelerator ConfigMap it fills.
-		steps.Step{Name: "Applying the nodeprobe manifests", Run: u.applyNodeprobe},
+		steps.Step{Name: "Applying the nodeprobe manifests", Run: u.applyNodeprobeStep},
 		steps.Step{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
 	)
 	if err != nil {
@@ -86,9 +86,11 @@ type up struct {
 	nodes []nodes.Node
 	have  []map[string]string
 	// early are the images built while a new cluster was being created, by image name, and
-	// loaded is their loading into its nodes meanwhile (up_early.go).
-	early  map[string]*earlyBuild
-	loaded *earlyLoad
+	// loaded is their loading into its nodes meanwhile, applied the applying of the manifests
+	// (up_early.go).
+	early   map[string]*earlyBuild
+	loaded  *earlyLoad
+	applied *earlyApply
 	// stopLoad ends the early load's context once it is done.
 	stopLoad context.CancelFunc
 }
@@ -131,16 +133,20 @@ func (u *up) createCluster(ctx context.Context) error {
 	}
 	u.buildEarly(u.ctx)
 	lctx, stopLoad := context.WithCancel(u.ctx)
+	created := make(chan struct{})
 	if want, err := kindcluster.ConfigNodes(cfg); err == nil {
 		u.loaded = u.loadEarly(lctx, want)
+		u.applied = u.applyEarly(lctx, created)
 	}
 	if err := u.cluster.Create(cfg, u.opts.NodeImage, u.opts.Wait); err != nil {
 		stopLoad()
 		if u.loaded != nil {
 			<-u.loaded.done
+			<-u.applied.done
 		}
 		return err
 	}
+	close(created)
 	u.stopLoad = stopLoad
 	return steps.Done("Created cluster %s from %s", u.opts.Name, from)
 }
@@ -184,9 +190,17 @@ func netDir(cluster string) (string, error) {
 // is not built again.
 func (u *up) buildImages(ctx context.Context) error {
 	p := steps.From(ctx)
-	u.version = sourceVersion(ctx, u.root)
+	if u.applied != nil {
+		// It used the early builds, and is done once the apiserver answered.
+		<-u.applied.done
+		u.built = nil
+	}
+	if u.early == nil {
+		u.version = sourceVersion(ctx, u.root)
+	}
 	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
-	// The nodes' images are listed while the keys are computed.
+	// The nodes' images are listed while the keys are computed; after an early load, which
+	// loaded every early build into every pod node, there is nothing to list.
 	listed := make(chan struct{})
 	var listErr error
 	go func() {
@@ -194,6 +208,9 @@ func (u *up) buildImages(ctx context.Context) error {
 		if u.loaded != nil {
 			<-u.loaded.done
 			u.stopLoad()
+			if u.loaded.err == nil {
+				return
+			}
 		}
 		listErr = u.listNodeImages()
 	}()
@@ -251,25 +268,28 @@ func (u *up) imageCache(p *steps.Progress) images.Cache {
 	return images.Cache{Dir: filepath.Join(dir, "images")}
 }
 
-// buildImage returns img's image and where it comes from: an earlier build of the same key that
-// the nodes hold already (unchanged: then there is no build), one the cache kept, or a build.
-// listed closes once u.have is filled in.
+// buildImage returns img's image and where it comes from: the early build (of the sources as
+// they were when up started), an earlier build of the same key that the nodes hold already
+// (unchanged: then there is no build), one the cache kept, or a build. listed closes once u.have
+// is filled in.
 func (u *up) buildImage(ctx context.Context, p *steps.Progress, cache images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, origin, error) {
-	key, keyErr := images.Key(ctx, opts, img)
 	if e := u.early[img.Name]; e != nil {
 		<-e.done
-		// Taken when the sources did not change since it started: else built again below.
-		if e.err == nil && e.keyErr == nil && keyErr == nil && e.key == key {
+		if e.err == nil {
 			task := p.Start("building " + img.Name)
 			if e.cached {
 				task.Done("took %s from the cache while the cluster was created", e.b.Ref)
 				return e.b, fromCache, nil
 			}
 			task.Done("built %s while the cluster was created", e.b.Ref)
-			u.remember(p, cache, key, e.b)
+			if e.stable {
+				u.remember(p, cache, e.key, e.b)
+			}
 			return e.b, built, nil
 		}
+		// Built again below, where the failure shows.
 	}
+	key, keyErr := images.Key(ctx, opts, img)
 	switch {
 	case keyErr != nil:
 		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, oneLine(keyErr))
@@ -463,6 +483,16 @@ func loadedAndAliased(have map[string]string, b *images.Built) bool {
 	return ok && dev == digest
 }
 
+// applyOperatorStep reports the early apply of a new cluster, or applies now.
+func (u *up) applyOperatorStep(ctx context.Context) error {
+	if u.applied != nil {
+		if r := earlyResult(steps.From(ctx), u.applied.operator); r != nil {
+			return r
+		}
+	}
+	return u.applyOperator(ctx)
+}
+
 func (u *up) applyOperator(ctx context.Context) error {
 	objs, err := manifests.Read(config.FS, config.Default)
 	if err != nil {
@@ -517,6 +547,9 @@ func (u *up) waitOperator(ctx context.Context) error {
 		manifests.DeploymentRolledOut(u.kube, key),
 	)
 	if ok, _, err := ready(ctx); err == nil && ok {
+		if u.appliedEarly() {
+			return steps.Done("Operator running %s, started while the cluster was created", u.operatorImage())
+		}
 		return steps.Done("Operator already running %s", u.operatorImage())
 	}
 
@@ -534,6 +567,11 @@ func (u *up) waitOperator(ctx context.Context) error {
 	kubectl := fmt.Sprintf("kubectl --context %s -n %s", u.cluster.Context(), operatorNamespace)
 	diagnosis := manifests.Diagnose(dctx, u.kube.kube, key, kubectl)
 	return fmt.Errorf("the operator is not ready after %s: %w\n%s", u.opts.Wait, err, strings.TrimRight(diagnosis, "\n"))
+}
+
+// appliedEarly reports whether the manifests were applied while the cluster was created.
+func (u *up) appliedEarly() bool {
+	return u.applied != nil && steps.IsDone(u.applied.operator) && steps.IsDone(u.applied.nodeprobe)
 }
 
 func (u *up) operatorImage() string { return u.image("mlkube/operator", operatorDevImage) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,19 +14,23 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
-// What `devctl up` does while kind creates a new cluster. A new cluster holds none of our images,
-// so they are built and loaded whatever happens; doing both beside kind's own work takes them off
-// the critical path, which is most of a cold multi-node up. Both are quiet (kind draws its own
-// progress meanwhile): the images and loading steps report what they did, or do it again.
+// What `devctl up` does while kind creates a new cluster. A new cluster holds none of our images
+// and none of our manifests, so they are built, loaded and applied whatever happens; doing that
+// beside kind's own work takes it off the critical path, which is most of a cold multi-node up.
+// It is quiet (kind draws its own progress meanwhile): the later steps report what was done, or
+// do it again and say why.
 
-// earlyBuild is an image built while the cluster was created. key is the sources' hash before
-// the build: the images step takes the build only when the sources still hash the same.
+// earlyBuild is an image built while the cluster was created, of the sources as they were when
+// up started. key is their hash; stable says the sources still hashed the same after the build,
+// so that the cache may remember the image under key.
 type earlyBuild struct {
 	done   chan struct{}
 	key    string
 	keyErr error
+	stable bool
 	b      *images.Built
 	err    error
 	// cached: b is the image the cache kept for key, and there was no build.
@@ -51,6 +56,10 @@ func (u *up) buildEarly(ctx context.Context) {
 				}
 			}
 			e.b, e.err = images.Build(ctx, opts, img)
+			if e.err == nil && e.keyErr == nil {
+				after, err := images.Key(ctx, opts, img)
+				e.stable = err == nil && after == e.key
+			}
 		}()
 	}
 }
@@ -117,10 +126,16 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 		return err
 	}
 	defer os.Remove(path)
-	errs := make([]error, len(targets))
+	errs := make([]error, len(all))
 	var wg sync.WaitGroup
-	for i, n := range targets {
-		wg.Go(func() { errs[i] = loadWhenUp(ctx, n, path) })
+	for i, n := range all {
+		wg.Go(func() {
+			// Done again after kind's Create when this fails (the container may not run yet).
+			_ = u.cluster.Mark(n)
+			if slices.Contains(targets, n) {
+				errs[i] = prepareWhenUp(ctx, n, path)
+			}
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -133,18 +148,24 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 // containerdUp bounds the wait for a new node's containerd to answer.
 const containerdUp = time.Minute
 
-// loadWhenUp loads the archive into node n once its containerd answers.
-func loadWhenUp(ctx context.Context, n nodes.Node, archive string) error {
+// prepareWhenUp, once node n's containerd answers, loads the archive into it and unpacks the
+// preloaded images it will run.
+func prepareWhenUp(ctx context.Context, n nodes.Node, archive string) error {
 	deadline := time.Now().Add(containerdUp)
 	for n.Command("ctr", "version").Run() != nil {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("containerd on node %s did not answer in %s", n, containerdUp)
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	return kindcluster.LoadArchive(n, archive)
+	if err := kindcluster.LoadArchive(n, archive); err != nil {
+		return err
+	}
+	// Only time is lost when this fails: the kubelet unpacks them itself, as without devctl.
+	_ = kindcluster.UnpackPreloaded(n)
+	return nil
 }
 
 // writeArchive writes the images, under their content tags and the :dev alias, into a new
@@ -180,5 +201,92 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// earlyApply is the applying of the operator's and nodeprobe's manifests as soon as a new
+// cluster's apiserver answers, while kind still joins the workers and waits for the nodes to be
+// Ready: our pods then start as soon as a node can run them. It begins after the early load, so
+// that no pod of ours lands on a node that lacks its image.
+type earlyApply struct {
+	done chan struct{}
+	// operator and nodeprobe are what the applying steps report: a steps.Done, or why applying
+	// failed (the step then applies again); nil when there was no early apply (no early load).
+	operator, nodeprobe error
+}
+
+// applyEarly starts applying the manifests once the early load is done and the apiserver
+// answers. created closes when kind's Create has returned: from then on the apiserver should
+// answer at once, and the wait gives up after one more try.
+func (u *up) applyEarly(ctx context.Context, created <-chan struct{}) *earlyApply {
+	a := &earlyApply{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		select {
+		case <-u.loaded.done:
+		case <-ctx.Done():
+			return
+		}
+		if u.loaded.err != nil {
+			return
+		}
+		for _, img := range images.Ours {
+			u.built = append(u.built, u.early[img.Name].b)
+		}
+		if err := u.waitAPIServer(ctx, created); err != nil {
+			a.operator = err
+			return
+		}
+		if a.operator = u.applyOperator(ctx); steps.IsDone(a.operator) {
+			a.nodeprobe = u.applyNodeprobe(ctx)
+		}
+	}()
+	return a
+}
+
+// waitAPIServer waits until the kubeconfig of the cluster kind is creating exists (kubeadm
+// writes it before it starts the control plane) and its apiserver reports itself ready.
+func (u *up) waitAPIServer(ctx context.Context, created <-chan struct{}) error {
+	var kube *clients
+	last := false
+	for {
+		select {
+		case <-created:
+			last = true
+		default:
+		}
+		var err error
+		if kube == nil {
+			kube, err = connect(u.cluster) // reads the kubeconfig off the control-plane node
+		}
+		if kube != nil {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err = kube.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+			cancel()
+			if err != nil {
+				err = fmt.Errorf("the apiserver is not ready: %w", err)
+			}
+		}
+		if err == nil || last {
+			return err
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// earlyResult is what an applying step reports after the early apply: its line, marked as done
+// while the cluster was created, or nil when the step must apply now (after saying why, when
+// the early apply failed).
+func earlyResult(p *steps.Progress, result error) error {
+	switch {
+	case result == nil:
+		return nil
+	case steps.IsDone(result):
+		return steps.Done("%s, while the cluster was created", result.Error())
+	default:
+		p.Printf("applying while the cluster was created failed, so applying now: %s", oneLine(result))
+		return nil
 	}
 }

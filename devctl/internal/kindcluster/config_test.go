@@ -2,6 +2,7 @@ package kindcluster
 
 import (
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
@@ -51,5 +52,23 @@ func TestConfigNodes(t *testing.T) {
 	}
 	if _, err := ConfigNodes([]byte("nodes: [")); err == nil {
 		t.Error("ConfigNodes took a config that is not YAML")
+	}
+}
+
+// UnpackPreloaded unpacks what every node runs, under its tag, and nothing of the control plane.
+func TestEveryNodeRuns(t *testing.T) {
+	runs := regexp.MustCompile(everyNodeRuns)
+	for ref, want := range map[string]bool{
+		"registry.k8s.io/pause:3.10.1":           true,
+		"registry.k8s.io/kube-proxy:v1.34.4":     true,
+		"docker.io/mlkube/flannel:v0.28.10":      true,
+		"registry.k8s.io/kube-proxy@sha256:ab":   false, // the same image again, by digest
+		"registry.k8s.io/kube-apiserver:v1.34.4": false,
+		"registry.k8s.io/etcd:3.6.5-0":           false,
+		"docker.io/mlkube/operator:dev":          false,
+	} {
+		if got := runs.MatchString(ref); got != want {
+			t.Errorf("%s: unpacked %t, want %t", ref, got, want)
+		}
 	}
 }

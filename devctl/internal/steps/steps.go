@@ -338,6 +338,12 @@ func Done(format string, args ...any) error {
 
 type doneError struct{ msg string }
 
+// IsDone reports whether err is a Done: a step that ended well.
+func IsDone(err error) bool {
+	var done *doneError
+	return errors.As(err, &done)
+}
+
 func (e *doneError) Error() string { return e.msg }
 
 // Duration formats d the way the status lines show it: "0.4s", "12.3s", "2m05s".
