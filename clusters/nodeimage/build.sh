@@ -101,6 +101,21 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
   progress_end
   rm -rf "$work/rootfs"
 fi
+# kube-proxy and flannel need the base's iptables, nftables, conntrack, shell and openssl, not its
+# container runtime, CNI plugins, docs or locales. Every node unpacks their base layer before it
+# runs them (the node image holds it packed), so it is kept small: 327 MB less these 220 MB.
+slim="mlkube/node-base-slim:${base#*:}"
+if ! docker image inspect "$slim" >/dev/null 2>&1; then
+  progress_start "$slim"
+  mkdir "$work/slim"
+  c=$(docker create "$base" true)
+  docker export "$c" | tar -C "$work/slim" -x
+  docker rm "$c" >/dev/null
+  (cd "$work/slim" && rm -rf usr/bin/containerd* usr/bin/ctr usr/sbin/runc usr/lib/cni usr/share/locale usr/share/doc usr/share/man usr/share/info)
+  tar -C "$work/slim" -c . | docker import -c 'ENV container=docker' - "$slim" >/dev/null
+  rm -rf "$work/slim"
+  progress_end
+fi
 
 step "Control-plane images"
 mapfile -t refs < <("${bin[kubeadm]}" config images list --kubernetes-version "$k8s" 2>/dev/null)
@@ -112,8 +127,8 @@ for ref in "${refs[@]}"; do
   name=${ref##*/}; name=${name%%:*}
   case $name in
     kube-proxy)
-      # kube-proxy programs iptables: it needs the Debian base, not a bare binary.
-      c=$(docker create --entrypoint /usr/local/bin/kube-proxy "$base")
+      # kube-proxy programs iptables: it needs the (slim) Debian base, not a bare binary.
+      c=$(docker create --entrypoint /usr/local/bin/kube-proxy "$slim")
       docker cp "${bin[kube-proxy]}" "$c:/usr/local/bin/kube-proxy"
       docker commit -c "$path_env" -c 'ENTRYPOINT ["/usr/local/bin/kube-proxy"]' "$c" "$ref" >/dev/null
       docker rm "$c" >/dev/null ;;
@@ -129,12 +144,12 @@ for ref in "${refs[@]}"; do
   esac
   progress_end
 done
-# flannel sets up iptables and nftables rules: the Debian base, as kube-proxy. The default CNI
+# flannel sets up iptables and nftables rules: the slim Debian base, as kube-proxy. The default CNI
 # manifest names this tag.
 flannel_ref="mlkube/flannel:$(pinned hack/flannel/go.mod github.com/flannel-io/flannel)"
 progress_start "$flannel_ref"
 replacing "$flannel_ref"
-c=$(docker create --entrypoint /usr/local/bin/flanneld "$base")
+c=$(docker create --entrypoint /usr/local/bin/flanneld "$slim")
 docker cp "${bin[flanneld]}" "$c:/usr/local/bin/flanneld"
 docker commit -c "$path_env" -c 'ENTRYPOINT ["/usr/local/bin/flanneld"]' "$c" "$flannel_ref" >/dev/null
 docker rm "$c" >/dev/null
