@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -16,6 +20,10 @@ import (
 
 // defaultMemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT says otherwise.
 const defaultMemoryLimit = 96 << 20
+
+// apiserverWait bounds how long the operator waits for the apiserver to answer before it
+// starts (and fails, saying why, if it still does not).
+const apiserverWait = time.Minute
 
 func main() {
 	var opts operator.Options
@@ -68,6 +76,7 @@ func main() {
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	cfg.UserAgent = "mlkube-operator/" + operator.Version
 
+	waitForAPIServer(cfg, log)
 	mgr, err := operator.New(cfg, opts)
 	if err != nil {
 		log.Error(err, "cannot start the operator")
@@ -77,5 +86,27 @@ func main() {
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "operator stopped")
 		os.Exit(1)
+	}
+}
+
+// waitForAPIServer waits until the apiserver answers, for at most apiserverWait. On a new node
+// the operator can start before kube-proxy routes the kubernetes service address (in kind, for
+// a second or two, something else answered there); exiting then would cost the kubelet's
+// restart back-off, 10 s and more, where a retry costs a second.
+func waitForAPIServer(cfg *rest.Config, log logr.Logger) {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = 5 * time.Second // an address that swallows requests fails too
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return // operator.New reports it
+	}
+	deadline := time.Now().Add(apiserverWait)
+	for {
+		_, err := dc.ServerVersion()
+		if err == nil || time.Now().After(deadline) {
+			return
+		}
+		log.Info("waiting for the apiserver", "error", err.Error())
+		time.Sleep(time.Second)
 	}
 }
