@@ -81,16 +81,6 @@ func withoutLiveAcceleratorConfig(ctx context.Context, c client.Client, objs []*
 	return kept, len(kept) < len(objs), nil
 }
 
-// applyNodeprobeStep reports the early apply of a new cluster, or applies now.
-func (u *up) applyNodeprobeStep(ctx context.Context) error {
-	if u.applied != nil {
-		if r := earlyResult(steps.From(ctx), u.applied.nodeprobe); r != nil {
-			return r
-		}
-	}
-	return u.applyNodeprobe(ctx)
-}
-
 func (u *up) applyNodeprobe(ctx context.Context) error {
 	objs, err := nodeprobeObjects(u.image("mlkube/nodeprobe", nodeprobeDevImage), u.version)
 	if err != nil {

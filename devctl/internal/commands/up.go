@@ -57,11 +57,11 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 		steps.Step{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
 		steps.Step{Name: "Building images", Run: u.buildImages},
 		steps.Step{Name: "Loading images into the nodes", Run: u.loadImages},
-		steps.Step{Name: "Applying the operator manifests", Run: u.applyOperatorStep},
+		steps.Step{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.operator }, u.applyOperator)},
 		steps.Step{Name: "Waiting for the operator", Run: u.waitOperator},
 		// nodeprobe after the operator: its manifests need the operator's namespace and the
 		// accelerator ConfigMap it fills.
-		steps.Step{Name: "Applying the nodeprobe manifests", Run: u.applyNodeprobeStep},
+		steps.Step{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.nodeprobe }, u.applyNodeprobe)},
 		steps.Step{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
 	)
 	if err != nil {
@@ -481,16 +481,6 @@ func loadedAndAliased(have map[string]string, b *images.Built) bool {
 	}
 	dev, ok := images.Lookup(have, b.Dev().String())
 	return ok && dev == digest
-}
-
-// applyOperatorStep reports the early apply of a new cluster, or applies now.
-func (u *up) applyOperatorStep(ctx context.Context) error {
-	if u.applied != nil {
-		if r := earlyResult(steps.From(ctx), u.applied.operator); r != nil {
-			return r
-		}
-	}
-	return u.applyOperator(ctx)
 }
 
 func (u *up) applyOperator(ctx context.Context) error {

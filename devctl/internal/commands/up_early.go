@@ -276,6 +276,19 @@ func (u *up) waitAPIServer(ctx context.Context, created <-chan struct{}) error {
 	}
 }
 
+// unlessEarly is an applying step: it reports what the early apply of a new cluster did (result
+// picks which part), or runs apply.
+func (u *up) unlessEarly(result func(*earlyApply) error, apply func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if u.applied != nil {
+			if r := earlyResult(steps.From(ctx), result(u.applied)); r != nil {
+				return r
+			}
+		}
+		return apply(ctx)
+	}
+}
+
 // earlyResult is what an applying step reports after the early apply: its line, marked as done
 // while the cluster was created, or nil when the step must apply now (after saying why, when
 // the early apply failed).
