@@ -24,6 +24,10 @@ type Job interface {
 	Policy() RunPolicy
 	// JobStatus points into the job's status, which the operator fills in.
 	JobStatus() *JobStatus
+	// Unreadable says why the job as stored could not be decoded whole, naming the field
+	// (unreadable.go); "" when it was. An unreadable job has its metadata and, when that
+	// reads, its status, but an empty spec: nothing may act on it.
+	Unreadable() string
 }
 
 // ReplicaGroup is one replica group of a job, whatever its kind.

@@ -101,6 +101,9 @@ type MXJob struct {
 	// +required
 	Spec   MXJobSpec `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
+
+	// unreadable says why the stored job could not be decoded whole (unreadable.go).
+	unreadable string
 }
 
 // MXJobList is a list of MXJobs.

@@ -99,6 +99,9 @@ type PyTorchJob struct {
 	// +required
 	Spec   PyTorchJobSpec `json:"spec"`
 	Status JobStatus      `json:"status,omitempty"`
+
+	// unreadable says why the stored job could not be decoded whole (unreadable.go).
+	unreadable string
 }
 
 // PyTorchJobList is a list of PyTorchJobs.

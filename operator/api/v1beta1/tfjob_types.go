@@ -149,6 +149,9 @@ type TfJob struct {
 	// +required
 	Spec   TfJobSpec `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
+
+	// unreadable says why the stored job could not be decoded whole (unreadable.go).
+	unreadable string
 }
 
 // TfJobList is a list of TfJobs.
