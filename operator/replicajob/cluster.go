@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -126,22 +124,18 @@ func checkEnv(fw Framework, c Cluster) error {
 
 // resolved is a job's cluster, or why it has none, as of one generation of its spec.
 type resolved struct {
-	uid        types.UID
 	generation int64
 	cluster    Cluster
 	err        error
 }
 
 // resolve is Resolve, done once per generation of a job's spec.
-func (e *Reconciler) resolve(job v1beta1.Job) (Cluster, error) {
-	key := types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}
-	if v, ok := e.clusters.Load(key); ok {
-		if r := v.(resolved); r.uid == job.GetUID() && r.generation == job.GetGeneration() {
-			return r.cluster, r.err
-		}
+func (e *Reconciler) resolve(job v1beta1.Job, mem *memory) (Cluster, error) {
+	if r := mem.resolved; r != nil && r.generation == job.GetGeneration() {
+		return r.cluster, r.err
 	}
 	c, err := Resolve(e.Framework, job)
-	e.clusters.Store(key, resolved{uid: job.GetUID(), generation: job.GetGeneration(), cluster: c, err: err})
+	mem.resolved = &resolved{generation: job.GetGeneration(), cluster: c, err: err}
 	return c, err
 }
 

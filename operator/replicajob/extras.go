@@ -25,7 +25,7 @@ import (
 func (e *Reconciler) reconcileExtras(ctx context.Context, ext Extension, job v1beta1.Job, status *v1beta1.JobStatus) (*Refusal, error) {
 	now := e.now()
 	kind := e.Framework.Kind().Name
-	unseen := e.unseenOf(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, job.GetUID())
+	unseen := e.jobs.of(job)
 	shown, err := e.shownExtras(ctx, ext, job)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,10 @@ var (
 		Help:    "Seconds from a job's creation to every replica running (phase Running), by kind and namespace.",
 		Buckets: []float64{0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800},
 	}, []string{"kind", "namespace"})
+	unreadableJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mlkube_jobs_unreadable",
+		Help: "Jobs stored in a form this operator cannot decode whole (a number past its field's range, a field of another type), by kind and namespace: the operator acts on none of them until they are fixed or deleted.",
+	}, []string{"kind", "namespace"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mlkube_reconcile_errors_total",
 		Help: "Reconciles that returned an error, by kind and reason (the apiserver's status reason, e.g. Forbidden, or Unknown); a reconcile that met a stale cache (Conflict) is retried and not counted.",
@@ -45,7 +49,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted, jobStartSeconds, reconcileErrors)
+	metrics.Registry.MustRegister(jobsCreated, jobsSucceeded, jobsFailed, jobsRestarted, jobStartSeconds, unreadableJobs, reconcileErrors)
 }
 
 // countTransitions updates the metrics for a status write that took the job from old to new.

@@ -43,14 +43,8 @@ type Reconciler struct {
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
 
-	// lastWrite is when each job's status was last written (statuswrite.go).
-	lastWrite sync.Map
-	// unseen holds each job's created objects its cache does not show yet (unseen.go).
-	unseen sync.Map
-	// refused holds the backoff of jobs whose creates the apiserver refused (refusals.go).
-	refused refusals
-	// clusters holds each job's checked cluster, by generation (cluster.go).
-	clusters sync.Map
+	// jobs is what the engine remembers of each job between reconciles (memory.go).
+	jobs memories
 }
 
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.
@@ -115,13 +109,18 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	job := e.Framework.Kind().New()
 	if err := e.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		if apierrors.IsNotFound(err) {
-			e.forget(req.NamespacedName)
+			e.jobs.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	if !job.GetDeletionTimestamp().IsZero() {
 		return reconcile.Result{}, nil
 	}
+	mem := e.jobs.of(job)
+	if job.Unreadable() != "" {
+		return reconcile.Result{}, e.holdUnreadable(ctx, job, mem, metav1.NewTime(e.now()))
+	}
+	mem.readable()
 	status := job.JobStatus()
 	written := status.DeepCopy()
 	base := job.DeepCopyObject().(ctrl.Object)
@@ -131,13 +130,14 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if status.StartTime == nil {
 		status.StartTime = &now
 	}
+	clearUnreadable(status, now)
 
 	// A job is checked once, before anything is built for it; one that breaks its CRD's rules
 	// or that no container could start with fails, saying why (cluster.go).
 	var cluster Cluster
 	if !finished(status) {
 		var err error
-		if cluster, err = e.resolve(job); err != nil {
+		if cluster, err = e.resolve(job, mem); err != nil {
 			return e.failNow(ctx, job, base, status, "InvalidSpec", err.Error(), now)
 		}
 	}
@@ -189,10 +189,9 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	var cleaning, unshown bool
 	var refusal *Refusal
 	var after []event // recorded once the status that explains them is written
-	key := types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}
 	// While a refused create waits for its next try, nothing is created: a quota that refuses
 	// a pod would refuse it again on every pod event.
-	waiting := e.refused.wait(key, now.Time)
+	waiting := mem.wait(now.Time)
 	if finished(status) {
 		cleaning, err = e.cleanUp(ctx, job, status, policy, pods, services)
 		if err != nil {
@@ -236,7 +235,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	case waiting > 0:
 		result.RequeueAfter = soonest(result.RequeueAfter, waiting)
 	case refusal != nil:
-		retry := e.refused.failed(key, now.Time)
+		retry := mem.failed(now.Time)
 		if ev := reportRefusal(status, refusal, retry, now); ev != nil {
 			after = append(after, *ev)
 		}
@@ -245,7 +244,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		// creates that would find it again.
 		unshown = false
 	default:
-		e.refused.passed(key)
+		mem.passed()
 		clearRefusal(status, now)
 	}
 
@@ -254,7 +253,7 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	// written from a partial view, and written again moments later: the status worth writing
 	// comes with the reconciles their watch events bring, a few milliseconds later.
 	if !equality.Semantic.DeepEqual(written, status) && !unshown {
-		if wait := e.holdBack(job, written, status, now); wait > 0 {
+		if wait := holdBack(mem, written, status, now); wait > 0 {
 			result.RequeueAfter = soonest(result.RequeueAfter, wait)
 		} else if err := e.writeStatus(ctx, job, base, status, now); err != nil {
 			return reconcile.Result{}, err
@@ -362,7 +361,7 @@ const createFanOut = 16
 // apiserver's refusal of an object, if any (refusals.go).
 func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, cluster Cluster, replicas []*replica) (string, time.Duration, *Refusal, error) {
 	now := e.now()
-	unseen := e.unseenOf(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, job.GetUID())
+	unseen := e.jobs.of(job)
 	var objs []ctrl.Object
 	var wait time.Duration
 	// missing says whether an object the cache does not show is to be created; an object shown

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,30 +146,23 @@ type backoff struct {
 	delay time.Duration
 }
 
-// refusals holds the backoff of every job with a refused create; a job absent is not waiting.
-type refusals struct{ m sync.Map }
+// The backoff of a job's refused creates is in its memory (memory.refusal); zero means its
+// creates are not waiting.
 
 // wait says how long the job must still wait before its creates are tried again.
-func (r *refusals) wait(key types.NamespacedName, now time.Time) time.Duration {
-	v, ok := r.m.Load(key)
-	if !ok {
-		return 0
-	}
-	return max(0, v.(*backoff).next.Sub(now))
+func (m *memory) wait(now time.Time) time.Duration {
+	return max(0, m.refusal.next.Sub(now))
 }
 
 // failed records a refused try and returns how long to wait before the next.
-func (r *refusals) failed(key types.NamespacedName, now time.Time) time.Duration {
-	b := &backoff{delay: time.Second}
-	if v, ok := r.m.Load(key); ok {
-		b.delay = min(2*v.(*backoff).delay, refusalBackoffMax)
-	}
-	b.next = now.Add(b.delay)
-	r.m.Store(key, b)
-	return b.delay
+func (m *memory) failed(now time.Time) time.Duration {
+	m.refusal.delay = min(max(2*m.refusal.delay, time.Second), refusalBackoffMax)
+	m.refusal.next = now.Add(m.refusal.delay)
+	return m.refusal.delay
 }
 
-func (r *refusals) passed(key types.NamespacedName) { r.m.Delete(key) }
+// passed clears the backoff once every create went through.
+func (m *memory) passed() { m.refusal = backoff{} }
 
 // reportRefusal records a refusal that may pass in the job's status; it returns the event to
 // record when the condition is new or says something new.

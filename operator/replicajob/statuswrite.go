@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -30,28 +29,17 @@ func (e *Reconciler) writeStatus(ctx context.Context, job, base ctrl.Object, sta
 	if old, ok := base.(v1beta1.Job); ok {
 		countTransitions(e.Framework.Kind().Name, job.GetNamespace(), job.GetCreationTimestamp().Time, old.JobStatus(), status, now.Time)
 	}
-	e.lastWrite.Store(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()}, now.Time)
+	e.jobs.of(job).lastWrite = now.Time
 	return nil
 }
 
 // holdBack says how long to wait before writing status, when only counts changed since the
 // last write and that write was less than countsHold ago; 0 means write now.
-func (e *Reconciler) holdBack(job ctrl.Object, written, status *v1beta1.JobStatus, now metav1.Time) time.Duration {
-	if !countsOnly(written, status) {
+func holdBack(mem *memory, written, status *v1beta1.JobStatus, now metav1.Time) time.Duration {
+	if !countsOnly(written, status) || mem.lastWrite.IsZero() {
 		return 0
 	}
-	last, ok := e.lastWrite.Load(types.NamespacedName{Namespace: job.GetNamespace(), Name: job.GetName()})
-	if !ok {
-		return 0
-	}
-	return countsHold - now.Sub(last.(time.Time))
-}
-
-// forget drops what is remembered of a deleted job.
-func (e *Reconciler) forget(key types.NamespacedName) {
-	e.lastWrite.Delete(key)
-	e.unseen.Delete(key)
-	e.clusters.Delete(key)
+	return countsHold - now.Sub(mem.lastWrite)
 }
 
 // countsOnly is true when a and b differ in nothing but per-type pod counts and their summary.

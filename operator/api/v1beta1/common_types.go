@@ -113,6 +113,10 @@ const (
 	// the job (a quota, a policy, an admission webhook); its message is the apiserver's own.
 	// It turns False once the object is created. Retried with backoff.
 	JobCreateRefused = "CreateRefused"
+	// JobUnreadable is True while the job as stored cannot be decoded whole by the operator
+	// (a number past its field's range, written before the CRD bounded it); its message names
+	// the field. The operator acts on nothing of such a job until it is fixed or deleted.
+	JobUnreadable = "Unreadable"
 )
 
 // ReplicaStatus counts the pods of one replica type.
