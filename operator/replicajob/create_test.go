@@ -107,24 +107,6 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 	}
 }
 
-func TestPendingReasonIsShown(t *testing.T) {
-	ns := namespace(t)
-	startOperator(t, ns)
-	must(t, k8s.Create(context.Background(), newJob(ns, "pull", replicaGroup(v1beta1.TfReplicaWorker, 1))))
-	waitPods(t, ns, "pull-worker-0")
-	kubelet{T: t, NS: ns}.Update("pull-worker-0", func(p *corev1.Pod) {
-		p.Status.Phase = corev1.PodPending
-		p.Status.ContainerStatuses = containerStatus(p, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}, 0)
-	})
-	waitJob(t, ns, "pull", "waiting reason in Running condition", func(j *v1beta1.TfJob) error {
-		c := condition(j, v1beta1.JobRunning)
-		if c == nil || c.Status != "False" || c.Message != "waiting for pull-worker-0 (ErrImagePull)" {
-			return errorf("Running condition %+v", c)
-		}
-		return nil
-	})
-}
-
 func equalCluster(a, b map[string][]string) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

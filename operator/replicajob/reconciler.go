@@ -257,6 +257,8 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			result.RequeueAfter = soonest(result.RequeueAfter, wait)
 		} else if err := e.writeStatus(ctx, job, base, status, now); err != nil {
 			return reconcile.Result{}, err
+		} else if ev := waitingEvent(written, status); ev != nil {
+			after = append(after, *ev)
 		}
 	}
 	for _, ev := range after {

@@ -43,6 +43,7 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 
 	present := map[types.UID]bool{}
 	var waiting []string
+	var stuckOnes stuckReplicas
 	allCreated, allRunning := true, true
 	for _, r := range replicas {
 		rs := replicaStatus(status, r.group.Type)
@@ -64,6 +65,9 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 			rs.Pending++
 			allRunning = false
 			waiting = append(waiting, r.name+" ("+waitingReason(r.pod)+")")
+			if why := whyStuck(r.pod); why.Reason != "" {
+				stuckOnes.add(why, r.group.Type, r.index)
+			}
 		case r.verdict.Outcome == Running:
 			rs.Active++
 			if podReady(r.pod) {
@@ -120,6 +124,11 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 		// Creating until every replica first ran; a restart later does not turn the clock back.
 		if status.Phase != v1beta1.JobPhaseRunning {
 			status.Phase = v1beta1.JobPhaseCreating
+		}
+		if reason, msg := stuckOnes.condition(); reason != "" {
+			status.State = v1beta1.JobStateWaiting
+			setCondition(status, v1beta1.JobRunning, metav1.ConditionFalse, reason, msg, now)
+			return
 		}
 		msg := "waiting for " + strings.Join(waiting, ", ")
 		if len(waiting) == 0 {

@@ -96,7 +96,11 @@ const (
 type JobState string
 
 const (
-	JobStateRunning   JobState = "Running"
+	JobStateRunning JobState = "Running"
+	// JobStateWaiting is a job that has not ended and cannot go on by itself: a replica waits
+	// on an image no one can pull, a node that fits, a missing secret. The Running condition
+	// says why (its reason, e.g. ImagePullBackOff or Unschedulable) and for which replicas.
+	JobStateWaiting   JobState = "Waiting"
 	JobStateSucceeded JobState = "Succeeded"
 	JobStateFailed    JobState = "Failed"
 )
@@ -161,11 +165,12 @@ type JobStatus struct {
 	// while runPolicy.suspend holds the job.
 	// +optional
 	Phase JobPhase `json:"phase,omitempty"`
-	// state is the outcome: Running, Succeeded or Failed.
+	// state is the outcome: Running, Succeeded or Failed; Waiting while the job has not ended
+	// and cannot go on by itself (the Running condition says why, e.g. ImagePullBackOff).
 	// +optional
 	State JobState `json:"state,omitempty"`
-	// conditions are Created, Running, Restarting, CreateRefused, Suspended, Succeeded and Failed, each
-	// with a reason and a message meant for people.
+	// conditions are Created, Running, Restarting, CreateRefused, Suspended, Unreadable, Succeeded
+	// and Failed, each with a reason and a message meant for people.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -103,7 +103,7 @@ type MXJob struct {
 	Status JobStatus `json:"status,omitempty"`
 
 	// unreadable says why the stored job could not be decoded whole (unreadable.go).
-	unreadable string
+	unreadable string `json:"-"`
 }
 
 // MXJobList is a list of MXJobs.

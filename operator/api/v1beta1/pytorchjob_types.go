@@ -101,7 +101,7 @@ type PyTorchJob struct {
 	Status JobStatus      `json:"status,omitempty"`
 
 	// unreadable says why the stored job could not be decoded whole (unreadable.go).
-	unreadable string
+	unreadable string `json:"-"`
 }
 
 // PyTorchJobList is a list of PyTorchJobs.

@@ -151,7 +151,7 @@ type TfJob struct {
 	Status JobStatus `json:"status,omitempty"`
 
 	// unreadable says why the stored job could not be decoded whole (unreadable.go).
-	unreadable string
+	unreadable string `json:"-"`
 }
 
 // TfJobList is a list of TfJobs.
