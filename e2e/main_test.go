@@ -60,7 +60,8 @@ func TestMain(m *testing.M) {
 		// Whatever happens, leave no cluster behind.
 		defer os.RemoveAll(dir)
 		var upErr error
-		coldUp, coldUpTook, upErr = devctlOut("up", "--name", name, "--image", nodeImage)
+		// No --image: up chooses the node image by itself, as a user's first `devctl up` does.
+		coldUp, coldUpTook, upErr = devctlOut("up", "--name", name)
 		if upErr != nil {
 			fmt.Fprintf(os.Stderr, "e2e: devctl up failed (%v) after %.1fs:\n%s", upErr, coldUpTook.Seconds(), coldUp)
 			_, _, _ = devctlOut("down", "--name", name)

@@ -26,7 +26,11 @@ import (
 func TestUp(t *testing.T) {
 	ctx := context.Background()
 	cold := coldUpTook
-	t.Logf("$ devctl up --name %s --image %s  (%.1fs, in TestMain)\n%s", name, nodeImage, cold.Seconds(), coldUp)
+	t.Logf("$ devctl up --name %s  (%.1fs, in TestMain)\n%s", name, cold.Seconds(), coldUp)
+	// With no --image, the node image is mlkube's own (make e2e built it), never kind's default.
+	if want := "Node image " + nodeImage + ": mlkube's offline image"; !strings.Contains(coldUp, want) {
+		t.Errorf("cold devctl up with no --image: no %q in its output", want)
+	}
 	// A new cluster's images are built and loaded beside kind's work, off the critical path.
 	for _, want := range []string{"while the cluster was created", "into 1 node(s) while the cluster was created", "unchanged, while the cluster was created"} {
 		if !strings.Contains(coldUp, want) {

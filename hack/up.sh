@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # make up: a local kind cluster with the operator in it. Starts a Docker engine when none
-# answers (and leaves it running, with the cluster), builds the offline node image unless
-# NODE_IMAGE names one (e.g. kind's own, on a machine that can pull it), then runs devctl up.
+# answers (and leaves it running, with the cluster), then runs devctl up, which builds the
+# offline node image unless NODE_IMAGE names one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 hack/docker.sh start
-image=${NODE_IMAGE:-$(clusters/nodeimage/build.sh | tail -n 1)}
 
 # devctl is built only when what goes into it changed: go build's own check that a program this
 # size is up to date takes over a second on 2 cores, hashing the inputs a fifth of that. They
@@ -35,4 +34,4 @@ if [ -z "$inputs" ] || [ "$(cat "$stampfile" 2>/dev/null)" != "$inputs $(binary)
     echo "$inputs $(binary)" > "$stampfile"
   fi
 fi
-exec bin/devctl up --image "$image" "$@"
+exec bin/devctl up ${NODE_IMAGE:+--image "$NODE_IMAGE"} "$@"

@@ -213,15 +213,24 @@ func upCommand() *cobra.Command {
 		Use:   "up",
 		Short: "Create the cluster (if needed) and install the operator built from source",
 		Long: `Up makes sure a kind cluster runs the operator (and nodeprobe, which publishes the GPU driver
-config) built from this checkout. It creates the
-cluster from --config (default: clusters/kind.yaml of the checkout, else a single node without
-kindnet), builds the operator image with go build and tags it by its digest, loads it into every
-node, applies the CRDs, RBAC and Deployment with server-side apply, and waits until the operator
-is available. Every step prints what it does and its duration, and is skipped when already
-done: an image is built only when the hash of its sources names no image the nodes hold, so on
-an existing cluster with unchanged source up builds nothing and only checks. It leaves kubectl
-on the cluster's context (kind-<name>).`,
-		Example: `  # a cluster named mlkube from clusters/kind.yaml, with a node image built locally
+config) built from this checkout.
+
+It creates the cluster from --config (default: clusters/kind.yaml of the checkout, else a single
+node without kindnet) on the node image --image names, or else on mlkube's offline node image,
+which it builds from Go modules when Docker's image store lacks it (clusters/nodeimage/build.sh:
+20-40 minutes the first time on 2 cores, seconds after). It never takes kind's own default image:
+another Kubernetes version, without the pod network these configs expect.
+
+It builds the operator image with go build and tags it by its digest, loads it into every node,
+applies the CRDs, RBAC and Deployment with server-side apply, and waits until the operator is
+available. Every step prints what it does and its duration, and is skipped when already done: an
+image is built only when the hash of its sources names no image the nodes hold, so on an existing
+cluster with unchanged source up builds nothing and only checks. It leaves kubectl on the
+cluster's context (kind-<name>).`,
+		Example: `  # a cluster named mlkube from clusters/kind.yaml, on the offline node image
+  devctl up
+
+  # the same with a node image of your own
   devctl up --image mlkube/kind-node:v1.34.4
 
   # after changing the operator: rebuild, load and roll out only what changed
@@ -237,7 +246,7 @@ on the cluster's context (kind-<name>).`,
 	}
 	cmd.Flags().StringVar(&opts.Name, "name", opts.Name, "name of the kind cluster")
 	cmd.Flags().StringVar(&opts.Config, "config", "", "kind config file (default: clusters/kind.yaml of the checkout, else one node without kindnet)")
-	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's")
+	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's (default: mlkube's offline node image, built when missing)")
 	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "create the cluster with one control plane and this many worker nodes, networked by flannel, in place of --config (0: the config's nodes, one by default)")
 	cmd.Flags().DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the control plane, then for the operator")
 	return cmd

@@ -53,6 +53,7 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
 	err = r.Run(ctx,
 		steps.Step{Name: "Checking Docker", Run: u.checkDocker},
+		steps.Step{Name: "Choosing the node image", Run: u.chooseNodeImage},
 		// kind draws its own progress while it creates the cluster.
 		steps.Step{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
 		steps.Step{Name: "Building images", Run: u.buildImages},

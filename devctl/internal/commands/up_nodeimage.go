@@ -1,0 +1,84 @@
+package commands
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mlkube/mlkube/devctl/internal/steps"
+)
+
+// nodeImageScript builds the offline kind node image, cached in Docker's image store by its
+// recipe; its stdout's last line is the image's tag, its stderr the progress.
+const nodeImageScript = "clusters/nodeimage/build.sh"
+
+// chooseNodeImage settles the node image of a cluster up is about to create. --image is taken
+// as given. Without it, the image is ours: the offline node image this checkout builds (reused
+// from Docker's image store when its recipe is unchanged). kind's own default is never taken in
+// silence: it is another Kubernetes version, and its nodes lack the pod network our cluster
+// configs expect.
+func (u *up) chooseNodeImage(ctx context.Context) error {
+	exists, err := u.cluster.Exists()
+	if err != nil {
+		return err
+	}
+	if exists {
+		return steps.Done("Cluster %s exists: its nodes keep their image", u.opts.Name)
+	}
+	if u.opts.NodeImage != "" {
+		return steps.Done("Node image %s, as --image gives", u.opts.NodeImage)
+	}
+	tag, err := buildNodeImage(ctx, u.root, steps.From(ctx))
+	if err != nil {
+		return err
+	}
+	u.opts.NodeImage = tag
+	return steps.Done("Node image %s: mlkube's offline image (no --image given), built from Go modules and kept in Docker's image store", tag)
+}
+
+// buildNodeImage runs the node image's build script and returns the tag it built or found; its
+// progress lines become the step's.
+func buildNodeImage(ctx context.Context, root string, p *steps.Progress) (string, error) {
+	task := p.Start("building or finding the offline node image (the first build takes 20-40 minutes on 2 cores)")
+	cmd := exec.CommandContext(ctx, filepath.Join(root, nodeImageScript))
+	cmd.Dir = root
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		task.Fail()
+		return "", fmt.Errorf("running %s: %w", nodeImageScript, err)
+	}
+	var last []string // the script's last words, for an error
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		line := strings.TrimSpace(lines.Text())
+		if line == "" {
+			continue
+		}
+		task.Doing(line)
+		if strings.HasPrefix(line, "== ") {
+			p.Printf("%s", strings.TrimPrefix(line, "== "))
+		}
+		last = append(last[max(0, len(last)-9):], line)
+	}
+	if err := cmd.Wait(); err != nil {
+		task.Fail()
+		return "", fmt.Errorf("%s failed (%w); its last lines:\n  %s\ngive a node image with --image to skip the build", nodeImageScript, err, strings.Join(last, "\n  "))
+	}
+	fields := strings.Fields(out.String())
+	if len(fields) == 0 {
+		task.Fail()
+		return "", errors.New(nodeImageScript + " printed no image tag")
+	}
+	tag := fields[len(fields)-1]
+	task.Done("node image %s", tag)
+	return tag, nil
+}
