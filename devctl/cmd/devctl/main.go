@@ -98,6 +98,11 @@ job; 124 --timeout passed first; 130 Ctrl-C. Ctrl-C and --timeout stop following
 devctl logs JOB -f follows it again. --rm deletes the job once it has ended, never when following
 stopped before.
 
+A job that waits on something you must fix (an image no one can pull, no node that fits, a
+missing secret) has the state Waiting, and the operator says why once for all the replicas it
+applies to; run prints that line once. --pending-timeout D gives up on such a job once it has
+waited D: exit 1 with the reason, and with --rm the job is deleted.
+
 --watch submits FILE again each time it changes (after 300ms without further changes): the old
 job and its pods are deleted, the new job is created and followed. A change that does not
 validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0).`,
@@ -119,8 +124,8 @@ validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0)
   # edit and re-run: every save submits the job again
   devctl run --watch --replace my-job.yaml
 
-  # in CI: give up after ten minutes
-  devctl run --timeout 10m samples/tfjob-distributed.yaml`,
+  # in CI: give up after ten minutes, or after one on an image that cannot be pulled
+  devctl run --timeout 10m --pending-timeout 1m --rm samples/tfjob-distributed.yaml`,
 		Args: args(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
@@ -133,6 +138,7 @@ validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0)
 	f.BoolVar(&opts.Rm, "rm", false, "delete the job once it has ended (not when following stops first)")
 	f.BoolVar(&opts.Watch, "watch", false, "submit FILE again each time it changes, until Ctrl-C")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "stop following after this long, exit 124, and leave the job running (default: no limit)")
+	f.DurationVar(&opts.PendingTimeout, "pending-timeout", 0, "give up, exit 1 (and delete the job with --rm), once the job has waited this long on something you must fix: an image no one can pull, no node that fits (default: wait)")
 	return cmd
 }
 

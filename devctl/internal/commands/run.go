@@ -35,6 +35,9 @@ type RunOptions struct {
 	Watch bool
 	// Timeout, when set, stops following after that long (ExitTimeout); the job goes on.
 	Timeout time.Duration
+	// PendingTimeout, when set, gives up on a job that has been Waiting that long (an image no
+	// one can pull, no node that fits): ExitFailed, and with Rm the job is deleted.
+	PendingTimeout time.Duration
 	// Debounce is how long File must rest after a change before --watch acts; default 300ms.
 	Debounce time.Duration
 	// DeleteWait bounds the wait for a replaced job to be gone; default 2m.
@@ -253,7 +256,7 @@ func (r *runner) follow(ctx context.Context, job client.Object) (*follow.Result,
 		Config: r.cl.Config, Scheme: r.cl.Scheme, Job: job, MatchUID: true,
 		States: true, Status: r.status, Logs: newLogSource(r.cl.Kube), Out: r.out,
 		Printer: follow.NewPrinter(job, r.logColor, r.stateColor),
-		Start:   r.submitted, Hint: 30 * time.Second,
+		Start:   r.submitted, Hint: 30 * time.Second, PendingTimeout: r.o.PendingTimeout,
 	})
 }
 
@@ -264,6 +267,10 @@ func (r *runner) report(ctx context.Context, job client.Object, res *follow.Resu
 		return err
 	}
 	ref := follow.Ref(job)
+	if res.GaveUp != nil {
+		defer r.remove(ctx, res.Job)
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s waited %s on %s, which needs you: %s", ref, r.o.PendingTimeout, res.GaveUp.Reason, res.GaveUp.Message)}
+	}
 	if res.Deleted || !res.Ended {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s was deleted before it ended", ref)}
 	}
@@ -285,7 +292,7 @@ func (r *runner) report(ctx context.Context, job client.Object, res *follow.Resu
 	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s Failed after %s: %s", ref, took, msg)}
 }
 
-// remove deletes the ended job with --rm.
+// remove deletes the job with --rm, once it ended or was given up on.
 func (r *runner) remove(ctx context.Context, job client.Object) {
 	if !r.o.Rm {
 		return

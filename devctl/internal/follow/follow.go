@@ -64,6 +64,9 @@ type Options struct {
 	// Hint, when set, is how long a job may go without any status before Follow says that the
 	// operator may not be running.
 	Hint time.Duration
+	// PendingTimeout, when set, is how long the job may stay Waiting (on a reason its user must
+	// act on: an image no one can pull, no node that fits) before Follow gives up on it.
+	PendingTimeout time.Duration
 }
 
 // Result is how following ended.
@@ -75,6 +78,9 @@ type Result struct {
 	// AllStarted is how long after Start every replica had started; zero when that never
 	// happened (a replica finished before another began, or the job ended first).
 	AllStarted time.Duration
+	// GaveUp is the Running condition the job waited on for PendingTimeout, when Follow gave up
+	// on it; nil otherwise.
+	GaveUp *metav1.Condition
 }
 
 // Follow follows the job until it ends or is deleted, or ctx ends (then it returns ctx's error
@@ -202,14 +208,29 @@ type follower struct {
 }
 
 func (f *follower) run(ctx context.Context) (*Result, error) {
-	var hint, settle, drain <-chan time.Time
+	var hint, settle, drain, pending, waitSettled <-chan time.Time
 	if f.o.Hint > 0 {
 		hint = time.After(f.o.Hint)
 	}
+	waiting := false
 	for {
+		// The clock of --pending-timeout runs while the job is Waiting, and starts again when
+		// it waits anew.
+		if now := f.res.Job != nil && StatusOf(f.res.Job).State == v1beta1.JobStateWaiting; now != waiting {
+			waiting, pending = now, nil
+			if now && f.o.PendingTimeout > 0 {
+				pending = time.After(f.o.PendingTimeout)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return f.res, ctx.Err()
+		case <-pending:
+			f.sayWaiting()
+			f.res.GaveUp = Condition(f.res.Job, v1beta1.JobRunning)
+			return f.res, nil
+		case <-waitSettled:
+			f.sayWaiting()
 		case <-hint:
 			if StatusOf(f.res.Job).Phase == "" {
 				f.state(f.o.Printer.JobLabel(), "no status after %s: is the operator running? (devctl status)", f.o.Hint)
@@ -222,6 +243,9 @@ func (f *follower) run(ctx context.Context) (*Result, error) {
 			switch {
 			case e.job != nil:
 				f.onJob(e.job, e.deleted)
+				if f.jobs.waiting != "" {
+					waitSettled = time.After(waitSettle)
+				}
 				if f.res.Deleted {
 					return f.res, nil
 				}
@@ -241,6 +265,17 @@ func (f *follower) run(ctx context.Context) (*Result, error) {
 		if f.settled && f.idle() {
 			return f.res, nil
 		}
+	}
+}
+
+// waitSettle is how long the reason a job waits must stay the same before it is said: the
+// kubelet meets the same wall for each replica a moment apart.
+const waitSettle = 1500 * time.Millisecond
+
+// sayWaiting says why the job waits, if that is yet to be said.
+func (f *follower) sayWaiting() {
+	if line := f.jobs.sayWaiting(); line != "" {
+		f.state(f.o.Printer.JobLabel(), "%s", line)
 	}
 }
 

@@ -14,6 +14,10 @@ type jobTracker struct {
 	seen       bool
 	status     v1beta1.JobStatus
 	conditions map[string]metav1.Condition
+	// waiting is the line of the Running condition of a Waiting job, not yet said: the replicas
+	// it names grow as each pod meets the same wall, a moment apart, so it is said once it has
+	// settled (follower.run), and again only when it says something else.
+	waiting, saidWaiting string
 }
 
 func newJobTracker() *jobTracker { return &jobTracker{conditions: map[string]metav1.Condition{}} }
@@ -37,9 +41,16 @@ func (j *jobTracker) observe(status *v1beta1.JobStatus) []string {
 	if cur.Restarts != prev.Restarts && !(first && cur.Restarts == 0) {
 		lines = append(lines, fmt.Sprintf("restarts %d -> %d", prev.Restarts, cur.Restarts))
 	}
+	j.waiting = ""
 	for _, c := range cur.Conditions {
 		old, had := j.conditions[c.Type]
 		j.conditions[c.Type] = c
+		if cur.State == v1beta1.JobStateWaiting && c.Type == v1beta1.JobRunning {
+			if line := FormatCondition(c); line != j.saidWaiting {
+				j.waiting = line
+			}
+			continue
+		}
 		if had && old.Status == c.Status && old.Reason == c.Reason && (old.Message == c.Message || quietCondition(c)) {
 			continue
 		}
@@ -55,6 +66,16 @@ func (j *jobTracker) observe(status *v1beta1.JobStatus) []string {
 		}
 	}
 	return lines
+}
+
+// sayWaiting returns the Waiting job's line once it has settled; "" when there is none to say.
+func (j *jobTracker) sayWaiting() string {
+	line := j.waiting
+	j.waiting = ""
+	if line != "" {
+		j.saidWaiting = line
+	}
+	return line
 }
 
 // quietCondition is a condition whose message changes too often to print each time: the Running

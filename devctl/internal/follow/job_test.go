@@ -59,3 +59,35 @@ func TestJobChanges(t *testing.T) {
 		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A Waiting job's reason is said once it settles, for all the replicas it names, not once for
+// each replica that meets the same wall a moment after another; again only when it changes.
+func TestWaitingIsSaidOnceSettled(t *testing.T) {
+	j := newJobTracker()
+	waitingOn := func(msg string) []string {
+		return j.observe(&v1beta1.JobStatus{Phase: "Creating", State: v1beta1.JobStateWaiting, Conditions: []metav1.Condition{
+			{Type: "Running", Status: "False", Reason: "ImagePullBackOff", Message: msg},
+		}})
+	}
+	var lines []string
+	lines = append(lines, waitingOn("worker-1: cannot pull x")...)
+	lines = append(lines, waitingOn("worker-0..1: cannot pull x")...)
+	lines = append(lines, waitingOn("worker-0..1, ps-0: cannot pull x")...)
+	if want := []string{"phase Creating", "state Waiting"}; strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines before it settled:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got, want := j.sayWaiting(), "Running=False (ImagePullBackOff): worker-0..1, ps-0: cannot pull x"; got != want {
+		t.Errorf("said %q, want %q", got, want)
+	}
+	if got := j.sayWaiting(); got != "" {
+		t.Errorf("said again: %q", got)
+	}
+	waitingOn("worker-0..1, ps-0: cannot pull x")
+	if got := j.sayWaiting(); got != "" {
+		t.Errorf("the same reason said twice: %q", got)
+	}
+	waitingOn("worker-0..1, ps-0: cannot pull y")
+	if got := j.sayWaiting(); !strings.Contains(got, "cannot pull y") {
+		t.Errorf("a new reason not said: %q", got)
+	}
+}

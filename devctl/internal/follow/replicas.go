@@ -62,9 +62,14 @@ func (s State) started() bool {
 	return false
 }
 
-// quietWaits are the waiting reasons of every normal start; others (ErrImagePull,
-// CrashLoopBackOff, ...) are worth a line.
+// quietWaits are the waiting reasons of every normal start; others (CrashLoopBackOff, ...) are
+// worth a line.
 var quietWaits = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
+
+// jobSaysWhy are the waits the operator says once for the whole job, in its Running condition
+// ("worker-0..3, ps-0..1: cannot pull ..."): a line for each replica at each of the kubelet's
+// retries (ErrImagePull, ImagePullBackOff, ErrImagePull, ...) would say the same many times.
+var jobSaysWhy = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
 
 func exitDetail(t *corev1.ContainerStateTerminated) string {
 	d := fmt.Sprintf("exit code %d", t.ExitCode)
@@ -100,16 +105,25 @@ func PodState(pod *corev1.Pod) State {
 		s.Phase, s.Detail = Failed, joinNonEmpty(": ", pod.Status.Reason, pod.Status.Message)
 	default:
 		s.Phase = Pending
-		if cs != nil && cs.State.Waiting != nil && !quietWaits[cs.State.Waiting.Reason] {
-			s.Detail = joinNonEmpty(": ", cs.State.Waiting.Reason, cs.State.Waiting.Message)
+		if w := waitingOf(cs); w != nil && !quietWaits[w.Reason] && !jobSaysWhy[w.Reason] {
+			// The reason alone: its words are the job's Running condition's, said once, and a
+			// back-off's count-down would make a line of every retry.
+			s.Detail = w.Reason
 		}
 		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" && s.Detail == "" {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" && c.Reason != corev1.PodReasonUnschedulable && s.Detail == "" {
 				s.Detail = joinNonEmpty(": ", c.Reason, c.Message)
 			}
 		}
 	}
 	return s
+}
+
+func waitingOf(cs *corev1.ContainerStatus) *corev1.ContainerStateWaiting {
+	if cs == nil {
+		return nil
+	}
+	return cs.State.Waiting
 }
 
 func joinNonEmpty(sep string, parts ...string) string {

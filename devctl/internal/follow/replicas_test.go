@@ -71,10 +71,13 @@ func TestPodState(t *testing.T) {
 	}{
 		{"just created", pod("a", "worker-0"), "Pending"},
 		{"container creating", pod("a", "worker-0", waiting("ContainerCreating", "")), "Pending"},
-		{"image not pulled", pod("a", "worker-0", waiting("ErrImagePull", `failed to pull image "x"`)), `Pending (ErrImagePull: failed to pull image "x")`},
+		// What the job's Running condition says once for every replica it applies to.
+		{"image not pulled", pod("a", "worker-0", waiting("ErrImagePull", `failed to pull image "x"`)), "Pending"},
+		{"image pull backing off", pod("a", "worker-0", waiting("ImagePullBackOff", `Back-off pulling image "x"`)), "Pending"},
 		{"unschedulable", pod("a", "worker-0", func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available"}}
-		}), "Pending (Unschedulable: 0/1 nodes are available)"},
+		}), "Pending"},
+		{"config error", pod("a", "worker-0", waiting("CreateContainerConfigError", `secret "x" not found`)), "Pending (CreateContainerConfigError)"},
 		{"running", pod("a", "worker-0", running(0)), "Running"},
 		{"exit 0", pod("a", "master-0", exited(0, "Completed")), "Succeeded (exit code 0)"},
 		{"exit 1", pod("a", "worker-0", exited(1, "Error")), "Failed (exit code 1, Error)"},
@@ -84,7 +87,7 @@ func TestPodState(t *testing.T) {
 			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "low on memory"
 		}), "Failed (Evicted: low on memory)"},
 		{"being deleted", pod("a", "ps-0", running(0), deleting), "Terminating"},
-		{"crash loop", pod("a", "worker-0", waiting("CrashLoopBackOff", "back-off 10s"), lastExit(1, "Error")), "Pending (CrashLoopBackOff: back-off 10s)"},
+		{"crash loop", pod("a", "worker-0", waiting("CrashLoopBackOff", "back-off 10s"), lastExit(1, "Error")), "Pending (CrashLoopBackOff)"},
 	} {
 		if got := PodState(tc.pod).String(); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
