@@ -27,6 +27,7 @@ import (
 
 	"github.com/mlkube/mlkube/operator/accelerator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/fairqueue"
 	"github.com/mlkube/mlkube/operator/mxjob"
 	"github.com/mlkube/mlkube/operator/pytorchjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
@@ -160,7 +161,14 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
 			Pods:      pods,
 		}
-		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, SkipNameValidation: &opts.ManyPerProcess}); err != nil {
+		copts := controller.Options{
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			SkipNameValidation:      &opts.ManyPerProcess,
+			// Round robin across namespaces: one tenant's burst of jobs does not hold up
+			// another's (fairqueue's package comment says why not controller-runtime's queue).
+			NewQueue: fairqueue.New,
+		}
+		if err := r.SetupWithManager(mgr, copts); err != nil {
 			return nil, fmt.Errorf("setting up the %s controller: %w", fw.Kind().Name, err)
 		}
 	}

@@ -115,11 +115,18 @@ func Namespace(t *testing.T) string {
 // StartOperator runs the operator on one namespace until the test ends or stop is called.
 func StartOperator(t *testing.T, ns string, mutate ...func(*operator.Options)) (stop func()) {
 	t.Helper()
+	return StartOperatorWith(t, Config, ns, mutate...)
+}
+
+// StartOperatorWith is StartOperator with the operator's own rest config: a test that wraps
+// its transport sees, or holds, what the operator sends.
+func StartOperatorWith(t *testing.T, cfg *rest.Config, ns string, mutate ...func(*operator.Options)) (stop func()) {
+	t.Helper()
 	opts := operator.Options{Namespace: ns, MetricsBindAddress: "0", HealthProbeBindAddress: "0", ManyPerProcess: true}
 	for _, m := range mutate {
 		m(&opts)
 	}
-	mgr, err := operator.New(Config, opts)
+	mgr, err := operator.New(cfg, opts)
 	Must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

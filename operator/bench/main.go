@@ -7,8 +7,9 @@
 // floor, the 8 pods and 8 per-replica services a job needs in the layout every other TensorFlow
 // operator uses; and the job floor of mlkube's layout, 8 pods and one service a job plus what
 // each job itself costs the apiserver (its create, one status write, one event). Its TfJobs are
-// watched, not polled. With -costs it measures instead what a job's own requests cost the
-// apiserver (costs.go).
+// watched, not polled. Then it times fairness between tenants: one job created in a namespace
+// right after 1000 in another, until it has all its pods. With -costs it measures instead what
+// a job's own requests cost the apiserver (costs.go).
 package main
 
 import (
@@ -49,6 +50,7 @@ import (
 func main() {
 	sizes := flag.String("n", "100,500,1000", "comma-separated numbers of TfJobs")
 	floors := flag.Bool("floors", true, "measure the floors too; -floors=false runs only the operator, for quick looks at its knobs")
+	fairness := flag.Int("fairness", 1000, "jobs created in namespace tenant-a before one in tenant-b, to time how long tenant-b's job waits for its pods behind them; 0 skips it")
 	costs := flag.Bool("costs", false, "instead, measure what a job's own requests (its create and status write) cost the apiserver, with the CRD as shipped and two cheaper variants")
 	flag.Parse()
 	os.Setenv("MLKUBE_REQUIRE_ENVTEST", "1")
@@ -100,6 +102,9 @@ func main() {
 		fmt.Printf("| %d | %d %s%s %.0f | %.0f | %.1f | %.1f | %.1f | %.1f |\n",
 			n, n*9, floor, jobFloor, r.rssMiB, r.binaryMiB, r.cpu, r.apiCPU, floorAPI, jobFloorAPI)
 		perJob = append(perJob, fmt.Sprintf("N=%d: %s", n, describe(r.perJob)))
+	}
+	if *fairness > 0 {
+		runFairness(bin, *fairness)
 	}
 }
 
@@ -276,30 +281,42 @@ type result struct {
 	apiCPU                 float64
 }
 
+// startOperator runs the operator binary with default flags against env's apiserver, after
+// making the namespaces, and gives its caches time to sync. stop ends it.
+func startOperator(bin string, env *envtest.Environment, c client.Client, namespaces ...string) (op *exec.Cmd, logName string, stop func()) {
+	kubeconfig := filepath.Join(os.TempDir(), "mlkube-bench.kubeconfig")
+	check(os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
+	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}
+	// The defaults are what is measured; extra flags are for exploring the knobs.
+	args = append(args, strings.Fields(os.Getenv("BENCH_OPERATOR_FLAGS"))...)
+	op = exec.Command(bin, args...)
+	logf, err := os.CreateTemp("", "mlkube-bench-operator-*.log")
+	check(err)
+	op.Stdout, op.Stderr = logf, logf
+	check(op.Start())
+	atExit(func() { _ = op.Process.Kill() })
+	for _, ns := range namespaces {
+		check(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	time.Sleep(2 * time.Second) // the operator's caches sync
+	return op, logf.Name(), func() {
+		_ = op.Process.Kill()
+		_ = op.Wait()
+		os.Remove(logf.Name())
+		os.Remove(kubeconfig)
+	}
+}
+
 // runOperator runs the operator binary with default flags and times n jobs to Created.
 func runOperator(bin string, n int) result {
 	env, cfg, c := start()
 	defer env.Stop()
-	kubeconfig := filepath.Join(os.TempDir(), "mlkube-bench.kubeconfig")
-	check(os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
-	defer os.Remove(kubeconfig)
-	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}
-	// The defaults are what is measured; extra flags are for exploring the knobs.
-	args = append(args, strings.Fields(os.Getenv("BENCH_OPERATOR_FLAGS"))...)
-	op := exec.Command(bin, args...)
-	logf, err := os.CreateTemp("", "mlkube-bench-operator-*.log")
-	check(err)
-	defer os.Remove(logf.Name())
-	op.Stdout, op.Stderr = logf, logf
-	check(op.Start())
-	atExit(func() { _ = op.Process.Kill() })
-	defer func() { _ = op.Process.Kill(); _ = op.Wait() }()
+	op, logName, stop := startOperator(bin, env, c, "bench")
+	defer stop()
 
 	ctx := context.Background()
-	check(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}))
-	time.Sleep(2 * time.Second) // the operator's caches sync
 	api0, op0 := apiserverCPU(), procCPU(op.Process.Pid)
-	created := watchCreated(cfg, n)
+	created := watchCreated(cfg, "bench", n)
 	req0 := requests(cfg)
 	stopProfile := profile(cfg, fmt.Sprintf("operator-%d", n))
 
@@ -324,7 +341,7 @@ func runOperator(bin string, n int) result {
 				fmt.Fprintf(os.Stderr, "%.1fs: %d jobs Created\n", time.Since(t0).Seconds(), done)
 			}
 		case <-deadline:
-			check(fmt.Errorf("only %d of %d jobs created after 30 minutes; operator log: %s", done, n, logf.Name()))
+			check(fmt.Errorf("only %d of %d jobs created after 30 minutes; operator log: %s", done, n, logName))
 		}
 	}
 	took := time.Since(t0)
@@ -348,29 +365,88 @@ func runOperator(bin string, n int) result {
 	return r
 }
 
-// watchCreated sends once on the channel for each job in namespace bench whose condition
-// Created turns true.
-func watchCreated(cfg *rest.Config, n int) <-chan struct{} {
+// watchCreated sends once on the channel for each job in namespace ns whose condition Created
+// turns true.
+func watchCreated(cfg *rest.Config, ns string, n int) <-chan struct{} {
 	out := make(chan struct{}, n)
-	c, err := cache.New(cfg, cache.Options{Scheme: operator.Scheme(), DefaultNamespaces: map[string]cache.Config{"bench": {}}})
-	check(err)
-	inf, err := c.GetInformer(context.Background(), &v1beta1.TfJob{})
-	check(err)
 	var seen sync.Map
-	see := func(obj any) {
+	watch(cfg, ns, &v1beta1.TfJob{}, func(obj any) {
 		if j, ok := obj.(*v1beta1.TfJob); ok && meta.IsStatusConditionTrue(j.Status.Conditions, v1beta1.JobCreated) {
 			if _, dup := seen.LoadOrStore(j.UID, true); !dup {
 				out <- struct{}{}
 			}
 		}
-	}
+	})
+	return out
+}
+
+// watch calls see with every object of obj's kind in namespace ns as it is added or changed,
+// from a cache of the bench's own, synced before watch returns.
+func watch(cfg *rest.Config, ns string, obj client.Object, see func(obj any)) {
+	c, err := cache.New(cfg, cache.Options{Scheme: operator.Scheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	check(err)
+	inf, err := c.GetInformer(context.Background(), obj)
+	check(err)
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }})
 	check(err)
 	go func() { _ = c.Start(context.Background()) }()
 	if !c.WaitForCacheSync(context.Background()) {
-		check(fmt.Errorf("the bench's watch of TfJobs did not sync"))
+		check(fmt.Errorf("the bench's watch of %T in %s did not sync", obj, ns))
 	}
-	return out
+}
+
+// runFairness times one tenant's job behind another's backlog: n jobs created in namespace
+// tenant-a, 16 at a time, then one in tenant-b, and the time from that job's create until the
+// operator has created all its pods (seen through a watch), while tenant-a's are still being
+// worked through. A first-come work queue would serve it after every job of tenant-a.
+func runFairness(bin string, n int) {
+	env, cfg, c := start()
+	defer env.Stop()
+	_, logName, stop := startOperator(bin, env, c, "tenant-a", "tenant-b")
+	defer stop()
+	ctx := context.Background()
+	created := watchCreated(cfg, "tenant-a", n)
+	var aDone atomic.Int64
+	aAll := make(chan struct{})
+	go func() {
+		for range n {
+			<-created
+			aDone.Add(1)
+		}
+		close(aAll)
+	}()
+	pods := make(chan struct{}, 8)
+	var seen sync.Map
+	watch(cfg, "tenant-b", &corev1.Pod{}, func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			if _, dup := seen.LoadOrStore(p.UID, true); !dup {
+				pods <- struct{}{}
+			}
+		}
+	})
+
+	t0 := time.Now()
+	check(parallel(n, func(i int) error { return c.Create(ctx, job("tenant-a", i)) }))
+	aCreated := time.Since(t0)
+	tb := time.Now()
+	check(c.Create(ctx, job("tenant-b", 0)))
+	deadline := time.After(30 * time.Minute)
+	for got := 0; got < 8; got++ {
+		select {
+		case <-pods:
+		case <-deadline:
+			check(fmt.Errorf("tenant-b's job had %d of its 8 pods after 30 minutes; operator log: %s", got, logName))
+		}
+	}
+	bTook, aDoneThen := time.Since(tb), aDone.Load()
+	select {
+	case <-aAll:
+	case <-deadline:
+		check(fmt.Errorf("only %d of tenant-a's %d jobs created after 30 minutes; operator log: %s", aDone.Load(), n, logName))
+	}
+	fmt.Printf("\nFairness: %d jobs created in tenant-a (in %.1fs), then one in tenant-b: tenant-b's job had its 8 pods %.2fs after its create, "+
+		"when %d of tenant-a's jobs were Created; all of tenant-a's were %.1fs after their first create.\n",
+		n, aCreated.Seconds(), bTook.Seconds(), aDoneThen, time.Since(t0).Seconds())
 }
 
 // profile records the apiserver's CPU profile for BENCH_PROFILE_SECONDS (default 10) into
