@@ -36,8 +36,9 @@ func TestFollowStopsAtAnUnreadableJob(t *testing.T) {
 		must(t, k8s.Create(ctx, job))
 		jobs = append(jobs, job)
 		results[k], status[k] = make(chan followed, 1), &syncBuffer{}
+		mine := job.DeepCopyObject().(client.Object) // the test writes into job meanwhile
 		go func() {
-			res, err := Follow(ctx, Options{Config: jobtest.Config, Scheme: operator.Scheme(), Job: job, MatchUID: true, States: true, Status: status[k]})
+			res, err := Follow(ctx, Options{Config: jobtest.Config, Scheme: operator.Scheme(), Job: mine, MatchUID: true, States: true, Status: status[k]})
 			results[k] <- followed{res, err}
 		}()
 	}
