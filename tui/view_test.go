@@ -319,3 +319,44 @@ func TestQuitKeys(t *testing.T) {
 		tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 	}
 }
+
+// unreadableJobs are docJobs and two jobs the Go types cannot read whole: a TfJob whose status
+// reads and an MXJob with none.
+func unreadableJobs() []any {
+	old := job("mnist-old", "Running", "master 1/1 worker 2/2 ps 2/2", 0, 30*24*time.Hour)
+	old.Unreadable = "spec.runPolicy.ttlSecondsAfterFinished: number 2592000000 does not fit int32"
+	mx := job("mx-odd", "", "", 0, time.Hour)
+	mx.Kind, mx.Unreadable, mx.Phase = "MXJob", "status.restarts: string does not fit int32", ""
+	return append(docJobs(), kube.JobUpserted{Job: old}, kube.JobUpserted{Job: mx})
+}
+
+// An unreadable job says so in the list, and, under the cursor, which field and what to do.
+func TestViewUnreadableJobList(t *testing.T) {
+	m := run(t, newModel(target), 80, 24, at(0, unreadableJobs()...), keys("jjj"))
+	requireScreen(t, m)
+}
+
+// The job's view says which field cannot be read, and what to do, above its replicas.
+func TestViewUnreadableJob(t *testing.T) {
+	m := run(t, newModel(target), 80, 24, at(0, unreadableJobs()...), keys("jjj"), key("enter"),
+		at(0, kube.ReplicaUpserted{Watch: 1, Replica: replica("mnist-old", "master", 0, "Running", time.Hour)}, kube.ReplicasSynced{Watch: 1}))
+	requireScreen(t, m)
+}
+
+// A new job of the open job's name (another UID) is watched anew: the old job's pods go, and
+// what the old watch still sends is dropped.
+func TestViewANewJobOfTheOpenName(t *testing.T) {
+	again := job("mnist-retry", "Running", "master 0/1 worker 0/2 ps 0/2", 0, time.Second)
+	again.UID = "uid-mnist-retry-2"
+	m := run(t, newModel(target), 80, 24, at(0, docJobs()...), key("G"), key("enter"), at(0, retryReplicas(1)...),
+		at(time.Second, kube.JobUpserted{Job: again}),
+		at(time.Second, kube.ReplicaUpserted{Watch: 1, Replica: replica("mnist-retry", "ps", 2, "Running", time.Hour)}))
+	s := screen(m)
+	if strings.Contains(s, "mnist-retry-ps-") || !strings.Contains(s, "loading replica pods") {
+		t.Errorf("the old job's pods are still shown:\n%s", s)
+	}
+	m = run(t, m, 80, 24, at(time.Second, kube.ReplicaUpserted{Watch: 2, Replica: replica("mnist-retry", "master", 0, "Pending", time.Second)}))
+	if s := screen(m); !strings.Contains(s, "mnist-retry-master-0") {
+		t.Errorf("the new job's pod is not shown:\n%s", s)
+	}
+}

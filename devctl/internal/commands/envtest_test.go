@@ -15,7 +15,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -81,8 +83,9 @@ func eventually(t *testing.T, what string, cond func() error) {
 
 func startOperator(t *testing.T, ns string) { t.Helper(); jobtest.StartOperator(t, ns) }
 
-// collectGarbage plays the garbage collector for foreground deletions of TfJobs in ns: it
-// deletes a deleted job's pods and then lets the job go, until the test ends.
+// collectGarbage plays the garbage collector for foreground deletions of jobs of every kind in
+// ns: it deletes a deleted job's pods and then lets the job go, until the test ends. The job is
+// patched, not updated: an unreadable one would be written back with an empty spec.
 func collectGarbage(t *testing.T, ns string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -90,16 +93,22 @@ func collectGarbage(t *testing.T, ns string) {
 	go func() {
 		defer close(stopped)
 		for ctx.Err() == nil {
-			var jobs v1beta1.TfJobList
-			if err := k8s.List(ctx, &jobs, client.InNamespace(ns)); err == nil {
-				for _, j := range jobs.Items {
-					if j.DeletionTimestamp == nil {
-						continue
-					}
-					_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{"mlkube.io/job-name": j.Name})
-					j.Finalizers = slices.DeleteFunc(j.Finalizers, func(f string) bool { return f == metav1.FinalizerDeleteDependents })
-					_ = k8s.Update(ctx, &j)
+			for _, k := range v1beta1.Kinds {
+				list := k.NewList()
+				if err := k8s.List(ctx, list, client.InNamespace(ns)); err != nil {
+					continue
 				}
+				_ = apimeta.EachListItem(list, func(obj runtime.Object) error {
+					j := obj.(client.Object)
+					if j.GetDeletionTimestamp() == nil {
+						return nil
+					}
+					_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelJobName: j.GetName(), v1beta1.LabelJobKind: k.Label()})
+					before := j.DeepCopyObject().(client.Object)
+					j.SetFinalizers(slices.DeleteFunc(j.GetFinalizers(), func(f string) bool { return f == metav1.FinalizerDeleteDependents }))
+					_ = k8s.Patch(ctx, j, client.MergeFrom(before))
+					return nil
+				})
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -53,6 +53,10 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if follow.Unreadable(job) != "" {
+		// Its replicas are those of a spec devctl cannot read.
+		return follow.CannotAct(job, "show the logs of")
+	}
 	ref := follow.Ref(job)
 	names := follow.ReplicaNames(job)
 	if o.Replica != "" && !slices.Contains(names, o.Replica) {

@@ -162,7 +162,7 @@ func (r *runner) submit(ctx context.Context, job client.Object, why string) (cli
 			r.say("created %s in namespace %s (context %s)", ref, created.GetNamespace(), r.cl.Context)
 			return created, nil
 		case apierrors.IsAlreadyExists(err) && why == "":
-			return nil, UsageError(fmt.Errorf("%s already exists in namespace %s: --replace deletes it, with its pods, and creates it again", ref, job.GetNamespace()))
+			return nil, UsageError(r.exists(ctx, job))
 		case apierrors.IsAlreadyExists(err) && attempt < 3:
 			if err := r.deleteAndWait(ctx, follow.KindOf(job), job.GetNamespace(), job.GetName(), why); err != nil {
 				return nil, err
@@ -173,6 +173,17 @@ func (r *runner) submit(ctx context.Context, job client.Object, why string) (cli
 			return nil, fmt.Errorf("creating %s: %w", ref, err)
 		}
 	}
+}
+
+// exists is the error for a job of the same name as job already existing: an unreadable one
+// (v1beta1.Job.Unreadable) is said to be, with why, for nothing of it can be followed.
+func (r *runner) exists(ctx context.Context, job client.Object) error {
+	ref := follow.Ref(job)
+	old := follow.KindOf(job).New()
+	if err := r.cl.Client.Get(ctx, client.ObjectKeyFromObject(job), old); err == nil && old.Unreadable() != "" {
+		return fmt.Errorf("%s already exists in namespace %s and is unreadable (%s); %s. --replace deletes it, with its pods, and creates the one of %s", ref, job.GetNamespace(), old.Unreadable(), v1beta1.UnreadableHint, r.o.File)
+	}
+	return fmt.Errorf("%s already exists in namespace %s: --replace deletes it, with its pods, and creates it again", ref, job.GetNamespace())
 }
 
 // deleteAndWait deletes the job of the kind with foreground propagation, so that its pods go
@@ -206,6 +217,9 @@ func (r *runner) deleteAndWait(ctx context.Context, kind *v1beta1.Kind, ns, name
 		}
 		old := items[0].(client.Object)
 		if !said {
+			if u := follow.Unreadable(old); u != "" {
+				why += "; it is unreadable: " + u
+			}
 			r.say("deleting %s (%s) and waiting until it and its pods are gone ...", ref, why)
 			said = true
 		}

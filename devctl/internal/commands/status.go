@@ -68,12 +68,29 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	fmt.Fprintf(w, "GPUs\t%s\n", gpuHealth(ctx, kube, nodes.Items))
 	crdLine, served := crdHealth(ctx, kube)
 	fmt.Fprintf(w, "TfJob CRD\t%s\n", crdLine)
-	for _, k := range v1beta1.Kinds {
-		if served || k != v1beta1.Kinds[0] {
-			fmt.Fprintf(w, "%ss\t%s\n", k.Name, jobsByState(ctx, kube, k))
-		}
-	}
+	writeJobs(ctx, w, kube, served)
 	return w.Flush()
+}
+
+// writeJobs writes a row per kind (the first, TfJob, only when served) with its jobs by state,
+// and under it a line for each unreadable job, naming it and the field; then what to do about
+// those, once. opts narrow the lists (tests: one namespace).
+func writeJobs(ctx context.Context, w io.Writer, kube *clients, servesFirst bool, opts ...client.ListOption) {
+	unreadable := false
+	for _, k := range v1beta1.Kinds {
+		if !servesFirst && k == v1beta1.Kinds[0] {
+			continue
+		}
+		summary, bad := jobsByState(ctx, kube, k, opts...)
+		fmt.Fprintf(w, "%ss\t%s\n", k.Name, summary)
+		for _, line := range bad {
+			fmt.Fprintf(w, "\t  %s\n", line)
+		}
+		unreadable = unreadable || len(bad) > 0
+	}
+	if unreadable {
+		fmt.Fprintf(w, "Unreadable\t%s\n", v1beta1.UnreadableHint)
+	}
 }
 
 func nodeReady(n corev1.Node) string {
@@ -151,21 +168,28 @@ func crdHealth(ctx context.Context, kube *clients) (string, bool) {
 	return "established, serving " + strings.Join(versions, ", "), true
 }
 
-// jobsByState counts the jobs of a kind in every namespace by state.
-func jobsByState(ctx context.Context, kube *clients, kind *v1beta1.Kind) string {
+// jobsByState counts the jobs of a kind in every namespace by state, and names each unreadable
+// one (v1beta1.Job.Unreadable) with why: "tfjob/x in namespace a is unreadable: spec...".
+func jobsByState(ctx context.Context, kube *clients, kind *v1beta1.Kind, opts ...client.ListOption) (string, []string) {
 	list := kind.NewList()
-	err := kube.List(ctx, list)
+	err := kube.List(ctx, list, opts...)
 	switch {
 	case apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-		return kind.Name + " CRD not installed (run `devctl up`)"
+		return kind.Name + " CRD not installed (run `devctl up`)", nil
 	case err != nil:
-		return "cannot list: " + err.Error()
+		return "cannot list: " + err.Error(), nil
 	}
 	items, err := apimeta.ExtractList(list)
 	if err != nil {
-		return "cannot count: " + err.Error()
+		return "cannot count: " + err.Error(), nil
 	}
-	return countStates(items)
+	var unreadable []string
+	for _, obj := range items {
+		if job, ok := obj.(v1beta1.Job); ok && job.Unreadable() != "" {
+			unreadable = append(unreadable, fmt.Sprintf("%s in namespace %s is unreadable: %s", kind.Ref(job.GetName()), job.GetNamespace(), job.Unreadable()))
+		}
+	}
+	return countStates(items), unreadable
 }
 
 // countStates summarizes jobs of any kind by status.state, in a fixed order: "1 Running, 2
@@ -182,6 +206,9 @@ func countStates(jobs []runtime.Object) string {
 		}
 		state := string(job.JobStatus().State)
 		switch {
+		case job.Unreadable() != "":
+			// Whatever its status said last, nothing acts on it now.
+			state = "Unreadable"
 		case state == "":
 			state = "New"
 		case job.JobStatus().Phase == v1beta1.JobPhaseSuspended:
@@ -191,7 +218,7 @@ func countStates(jobs []runtime.Object) string {
 		}
 		counts[state]++
 	}
-	order := map[string]int{"New": 0, string(v1beta1.JobStateRunning): 1, "Suspended": 2, string(v1beta1.JobStateSucceeded): 3, string(v1beta1.JobStateFailed): 4}
+	order := map[string]int{"New": 0, string(v1beta1.JobStateRunning): 1, "Suspended": 2, string(v1beta1.JobStateSucceeded): 3, string(v1beta1.JobStateFailed): 4, "Unreadable": 5}
 	states := make([]string, 0, len(counts))
 	for s := range counts {
 		states = append(states, s)

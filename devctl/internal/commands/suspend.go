@@ -44,12 +44,16 @@ func Suspend(ctx context.Context, o SuspendOptions, out io.Writer) error {
 	}
 	job := obj.(v1beta1.Job)
 	ref := follow.Ref(obj)
-	verb, done := "resumed", "Resumed"
+	action, verb, done := "resume", "resumed", "Resumed"
 	if o.Suspend {
-		verb, done = "suspended", "Suspended"
+		action, verb, done = "suspend", "suspended", "Suspended"
+	}
+	if job.Unreadable() != "" {
+		// The operator cannot read it either: nothing would act on runPolicy.suspend.
+		return follow.CannotAct(obj, action)
 	}
 	if st := job.JobStatus(); st.State == v1beta1.JobStateSucceeded || st.State == v1beta1.JobStateFailed {
-		return fmt.Errorf("%s already ended (%s): there is nothing to %s", ref, st.State, map[bool]string{true: "suspend", false: "resume"}[o.Suspend])
+		return fmt.Errorf("%s already ended (%s): there is nothing to %s", ref, st.State, action)
 	}
 	if job.Policy().Suspended() == o.Suspend {
 		if c := meta.FindStatusCondition(job.JobStatus().Conditions, v1beta1.JobSuspended); o.Suspend || c != nil {

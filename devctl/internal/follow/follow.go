@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,7 +41,8 @@ type Options struct {
 	// namespace, name, UID and spec.
 	Job client.Object
 	// MatchUID follows this instance of the job only (Job.UID): its pods, and its end. Without
-	// it, whatever job has the name.
+	// it, whatever job has the name, and the pods that one controls. Either way a pod is the
+	// job's by its controller owner reference, never by its labels alone.
 	MatchUID bool
 
 	// States prints every change of the job's status and of its replicas to Status.
@@ -81,6 +84,9 @@ type Result struct {
 	// GaveUp is the Running condition the job waited on for PendingTimeout, when Follow gave up
 	// on it; nil otherwise.
 	GaveUp *metav1.Condition
+	// Unreadable says why the job became unreadable while followed (v1beta1.Job.Unreadable):
+	// following stopped there, with an error that says so.
+	Unreadable string
 }
 
 // Follow follows the job until it ends or is deleted, or ctx ends (then it returns ctx's error
@@ -126,6 +132,7 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 		replicas: newReplicaTracker(),
 		names:    ReplicaNames(o.Job),
 		streams:  map[streamKey]*streamInfo{},
+		later:    map[types.UID]*corev1.Pod{},
 		res:      &Result{Job: o.Job},
 	}
 	var mu sync.Mutex
@@ -165,6 +172,9 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return f.res, err
 	}
+	// An unreadable job ends the following with its first event (onJob), as one that becomes
+	// so does.
+	f.res.Job = job
 	return f.run(ctx)
 }
 
@@ -193,9 +203,12 @@ type follower struct {
 	jobs     *jobTracker
 	replicas *replicaTracker
 	names    []string
-	merger   *Merger
-	write    func(io.Writer, string)
-	res      *Result
+	// later holds, without MatchUID, the pods of a newer job of the name that came before
+	// the job itself did: they are taken up when it comes.
+	later  map[types.UID]*corev1.Pod
+	merger *Merger
+	write  func(io.Writer, string)
+	res    *Result
 
 	streamCtx context.Context
 	wg        sync.WaitGroup
@@ -249,6 +262,9 @@ func (f *follower) run(ctx context.Context) (*Result, error) {
 				if f.res.Deleted {
 					return f.res, nil
 				}
+				if f.res.Unreadable != "" {
+					return f.res, CannotAct(e.job, "follow")
+				}
 			case e.pod != nil:
 				f.onPod(e.pod, e.deleted)
 			case e.end != nil:
@@ -294,7 +310,17 @@ func (f *follower) onJob(job client.Object, deleted bool) {
 		f.ending = true
 		return
 	}
+	if why := Unreadable(job); why != "" {
+		// Its spec reads as empty: its replicas and its end cannot be told any more.
+		f.state(f.o.Printer.JobLabel(), "unreadable: %s", why)
+		f.res.Unreadable = why
+		return
+	}
+	newer := job.GetUID() != f.res.Job.GetUID()
 	f.res.Job = job
+	if newer {
+		f.takeUpLater()
+	}
 	for _, l := range f.jobs.observe(StatusOf(job)) {
 		f.state(f.o.Printer.JobLabel(), "%s", l)
 	}
@@ -306,13 +332,8 @@ func (f *follower) onJob(job client.Object, deleted bool) {
 
 func (f *follower) onPod(pod *corev1.Pod, deleted bool) {
 	replica := ReplicaOf(pod)
-	if replica == "" {
+	if replica == "" || !f.owns(pod, deleted) {
 		return
-	}
-	if f.o.MatchUID {
-		if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != f.o.Job.GetUID() {
-			return
-		}
 	}
 	for _, l := range f.replicas.observe(replica, pod, deleted) {
 		f.state(replica, "%s", l)
@@ -334,6 +355,39 @@ func (f *follower) onPod(pod *corev1.Pod, deleted bool) {
 	}
 	f.streams[key] = &streamInfo{replica: replica}
 	f.open(key, pod, follow)
+}
+
+// owns says whether the job followed controls the pod. The labels that select pods are anyone's
+// to set: a pod labelled like one of the job's replicas, made by hand or by another job, is
+// not the job's unless its controller owner reference carries the job's UID.
+func (f *follower) owns(pod *corev1.Pod, deleted bool) bool {
+	owner := metav1.GetControllerOf(pod)
+	if owner == nil {
+		return false
+	}
+	if owner.UID == f.res.Job.GetUID() {
+		return true
+	}
+	delete(f.later, pod.UID)
+	if !f.o.MatchUID && !deleted && owner.Kind == f.kind.Name && owner.Name == f.o.Job.GetName() {
+		f.later[pod.UID] = pod // maybe a newer job of the name, not seen yet
+	}
+	return false
+}
+
+// takeUpLater follows the pods that came before their job, once it has come.
+func (f *follower) takeUpLater() {
+	var pods []*corev1.Pod
+	for uid, p := range f.later {
+		if metav1.GetControllerOf(p).UID == f.res.Job.GetUID() {
+			pods = append(pods, p)
+			delete(f.later, uid)
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
+	for _, p := range pods {
+		f.onPod(p, false)
+	}
 }
 
 func (f *follower) open(key streamKey, pod *corev1.Pod, follow bool) {

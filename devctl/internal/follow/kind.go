@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,21 @@ func GroupsOf(job client.Object) []Group {
 		out = append(out, Group{Type: strings.ToLower(g.Type), Replicas: g.Replicas})
 	}
 	return out
+}
+
+// Unreadable says why the job as stored could not be decoded whole (v1beta1.Job.Unreadable),
+// naming the field; "" when it could.
+func Unreadable(job client.Object) string {
+	if j, ok := job.(v1beta1.Job); ok {
+		return j.Unreadable()
+	}
+	return ""
+}
+
+// CannotAct is the error for doing something to an unreadable job: it has no spec here, so
+// devctl would act on nothing the user wrote. It names the field and what to do about it.
+func CannotAct(job client.Object, doing string) error {
+	return fmt.Errorf("cannot %s %s in namespace %s: it is unreadable (%s); %s", doing, Ref(job), job.GetNamespace(), Unreadable(job), v1beta1.UnreadableHint)
 }
 
 // Ref names a job the way kubectl does: "tfjob/distributed".

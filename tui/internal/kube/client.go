@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -90,13 +91,24 @@ func (c *Client) WatchJobs(ctx context.Context) {
 	}
 }
 
-// WatchJob watches the replica pods of one job and the events about it until ctx is done.
-// Its messages carry id.
-func (c *Client) WatchJob(ctx context.Context, id int, key JobKey) {
+// WatchJob watches the replica pods of one job, the one whose UID is uid, and the events about
+// it until ctx is done. Its messages carry id.
+func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID) {
 	kind, _ := KindNamed(c.kinds, key.Kind)
 	pods := c.core.Pods(key.Namespace)
-	// The replica-type label leaves out the job's TensorBoard pod, which has the other two.
+	// The labels narrow the list; the replica-type label leaves out the job's TensorBoard pod,
+	// which has the other two. But anyone who may create a pod may label it like one of the
+	// job's replicas: a pod is the job's only when its controller owner reference carries the
+	// job's UID. Another pod is never shown, and one that stops being the job's (its owner
+	// reference removed) goes.
 	selector := labels.Set{LabelJobName: key.Name, LabelJobKind: kind.Label()}.String() + "," + LabelReplicaType
+	shown := map[string]bool{} // the informer calls its handlers one at a time
+	hide := func(r *Replica) {
+		if shown[r.Name] {
+			delete(shown, r.Name)
+			c.feed.Send(ReplicaDeleted{Watch: id, Name: r.Name})
+		}
+	}
 	var podsSynced, eventsSynced atomic.Bool
 	synced := func(self, other *atomic.Bool) func() {
 		return func() {
@@ -120,9 +132,17 @@ func (c *Client) WatchJob(ctx context.Context, id int, key JobKey) {
 		},
 		objType:   &corev1.Pod{},
 		transform: replicaTransform(kind.Container),
-		upsert:    func(obj any) { c.feed.Send(ReplicaUpserted{Watch: id, Replica: obj.(*Replica)}) },
-		remove:    func(obj any) { c.feed.Send(ReplicaDeleted{Watch: id, Name: obj.(*Replica).Name}) },
-		synced:    synced(&podsSynced, &eventsSynced),
+		upsert: func(obj any) {
+			r := obj.(*Replica)
+			if r.Controller != uid {
+				hide(r)
+				return
+			}
+			shown[r.Name] = true
+			c.feed.Send(ReplicaUpserted{Watch: id, Replica: r})
+		},
+		remove: func(obj any) { hide(obj.(*Replica)) },
+		synced: synced(&podsSynced, &eventsSynced),
 	})
 
 	events := c.events.Events(key.Namespace)

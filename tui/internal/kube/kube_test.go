@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 func TestJobFromKeepsOnlyWhatIsShown(t *testing.T) {
@@ -37,9 +39,9 @@ func TestJobFromKeepsOnlyWhatIsShown(t *testing.T) {
 				"proxyPath": "/api/v1/namespaces/team-a/services/mnist-tensorboard:80/proxy/", "ready": true},
 		},
 	}}
-	j, err := JobFrom("TfJob", u)
-	if err != nil {
-		t.Fatal(err)
+	j := JobFrom("TfJob", u)
+	if j.Unreadable != "" {
+		t.Fatalf("a readable job is marked unreadable: %s", j.Unreadable)
 	}
 	if j.Name != "mnist" || j.Namespace != "team-a" || j.ResourceVersion != "7" || j.CreationTimestamp.IsZero() {
 		t.Fatalf("metadata not kept: %+v", j.ObjectMeta)
@@ -68,9 +70,49 @@ func TestJobFromKeepsOnlyWhatIsShown(t *testing.T) {
 
 func TestJobFromWithoutStatus(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "new", "namespace": "ns"}}}
-	j, err := JobFrom("MXJob", u)
-	if err != nil || j.State != "" || j.Kind != "MXJob" {
-		t.Fatalf("%+v %v", j, err)
+	j := JobFrom("MXJob", u)
+	if j.State != "" || j.Kind != "MXJob" || j.Unreadable != "" {
+		t.Fatalf("%+v", j)
+	}
+}
+
+// A job the Go types cannot read whole is a row that says which field, never an error: the
+// transform's error would fail the list of every job of its kind. Its status is kept when
+// that reads.
+func TestJobFromAnUnreadableJob(t *testing.T) {
+	for _, k := range v1beta1.Kinds {
+		t.Run(k.Name, func(t *testing.T) {
+			badSpec := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "mlkube.io/v1beta1", "kind": k.Name,
+				"metadata": map[string]any{"name": "old", "namespace": "team-a", "uid": "u1"},
+				"spec":     map[string]any{"runPolicy": map[string]any{"ttlSecondsAfterFinished": int64(2592000000)}},
+				"status":   map[string]any{"state": "Running", "replicas": "worker 2/2", "restarts": int64(3)},
+			}}
+			j, err := jobTransform(k.Name)(badSpec)
+			if err != nil {
+				t.Fatalf("the transform failed (and with it the list of every %s): %v", k.Name, err)
+			}
+			row := j.(*Job)
+			if want := "spec.runPolicy.ttlSecondsAfterFinished: number 2592000000 does not fit int32"; row.Unreadable != want {
+				t.Errorf("Unreadable = %q, want %q", row.Unreadable, want)
+			}
+			if row.Name != "old" || row.UID != "u1" || row.State != "Running" || row.Replicas != "worker 2/2" || row.Restarts != 3 {
+				t.Errorf("metadata or status lost: %+v", row)
+			}
+
+			badStatus := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "mlkube.io/v1beta1", "kind": k.Name,
+				"metadata": map[string]any{"name": "odd", "namespace": "team-a"},
+				"status":   map[string]any{"state": "Running", "restarts": int64(99999999999)},
+			}}
+			j, err = jobTransform(k.Name)(badStatus)
+			if err != nil {
+				t.Fatalf("the transform failed on a status it cannot read: %v", err)
+			}
+			if row := j.(*Job); row.Name != "odd" || !strings.Contains(row.Unreadable, "status.restarts: number 99999999999 does not fit int32") {
+				t.Errorf("a status that does not read: %+v", row)
+			}
+		})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The watches keep these rows, not the objects they come from: a transform turns each object
@@ -44,6 +45,9 @@ type Job struct {
 	Restarts    int32
 	Conditions  []Condition
 	Tensorboard *Tensorboard
+	// Unreadable says why the job as stored cannot be read whole, naming the field
+	// (v1beta1.Job.Unreadable): the operator cannot act on it. "" when it can be read.
+	Unreadable string
 }
 
 // Key names the job.
@@ -79,7 +83,8 @@ type Replica struct {
 	ExitReason  string
 	Restarts    int32
 	Node        string
-	Containers  []string // every container of the pod, for the log pane
+	Containers  []string  // every container of the pod, for the log pane
+	Controller  types.UID // the UID of the pod's controlling owner; "" when it has none
 }
 
 // Event is an events.k8s.io/v1 Event about a job.

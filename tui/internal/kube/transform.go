@@ -1,14 +1,13 @@
 package kube
 
 import (
-	"fmt"
+	"encoding/json"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -22,24 +21,20 @@ func jobTransform(kind string) func(any) (any, error) {
 		case *Job:
 			return o, nil
 		case *unstructured.Unstructured:
-			return JobFrom(kind, o)
+			return JobFrom(kind, o), nil
 		}
 		return obj, nil
 	}
 }
 
-// JobFrom makes the row of a job object. Only metadata and status are read: the spec, with its
-// pod templates, is dropped.
-func JobFrom(kind string, u *unstructured.Unstructured) (*Job, error) {
+// JobFrom makes the row of a job object: its metadata and status, and whether the operator and
+// devctl can read it (Unreadable). It never fails: a transform's error would fail the list of
+// every job of the kind, over and over, so a job that cannot be read is a row that says so.
+// The spec, with its pod templates, is not kept.
+func JobFrom(kind string, u *unstructured.Unstructured) *Job {
 	j := &Job{ObjectMeta: meta(u), Kind: kind}
-	raw, ok := u.Object["status"].(map[string]any)
-	if !ok {
-		return j, nil
-	}
-	var st v1beta1.JobStatus
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: reading status: %w", kind, u.GetNamespace(), u.GetName(), err)
-	}
+	st, why := readJob(kind, u)
+	j.Unreadable = why
 	j.State, j.Phase = string(st.State), string(st.Phase)
 	j.Replicas, j.Restarts = st.Replicas, st.Restarts
 	for _, c := range st.Conditions {
@@ -51,7 +46,26 @@ func JobFrom(kind string, u *unstructured.Unstructured) (*Job, error) {
 	if tb := st.Tensorboard; tb != nil {
 		j.Tensorboard = &Tensorboard{ServiceName: tb.ServiceName, URL: tb.URL, ProxyPath: tb.ProxyPath, Ready: tb.Ready}
 	}
-	return j, nil
+	return j
+}
+
+// readJob decodes the object into its kind's Go type, as the operator and devctl do, and
+// returns its status and why it could not be read whole ("" when it could). An unreadable job
+// keeps the status when that reads (v1beta1.Job.Unreadable).
+func readJob(kind string, u *unstructured.Unstructured) (v1beta1.JobStatus, string) {
+	k := v1beta1.KindNamed(kind)
+	if k == nil {
+		return v1beta1.JobStatus{}, "tfjob-tui does not know the kind " + kind
+	}
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return v1beta1.JobStatus{}, "cannot encode it again: " + err.Error()
+	}
+	job := k.New()
+	if err := json.Unmarshal(data, job); err != nil {
+		return v1beta1.JobStatus{}, err.Error()
+	}
+	return *job.JobStatus(), job.Unreadable()
 }
 
 func replicaTransform(container string) func(any) (any, error) {
@@ -77,6 +91,9 @@ func ReplicaFrom(p *corev1.Pod, container string) *Replica {
 	}
 	if p.DeletionTimestamp != nil {
 		r.Phase = "Terminating"
+	}
+	if owner := metav1.GetControllerOf(p); owner != nil {
+		r.Controller = owner.UID
 	}
 	for _, c := range p.Spec.Containers {
 		r.Containers = append(r.Containers, c.Name)

@@ -215,17 +215,41 @@ func (m *Model) inputKey(k tea.KeyPressMsg) tea.Cmd {
 
 // openJob shows a job and starts watching its pods and events.
 func (m *Model) openJob(j *kube.Job) tea.Cmd {
-	m.ids++
-	id, key := m.ids, j.Key()
-	m.job = newJobView(m.st, key, id)
+	m.job = newJobView(m.st, j.Key(), 0)
 	m.screen = screenJob
+	return m.watchJob(j)
+}
+
+// watchJob (re)starts the watch of the open job's pods and events, for the job j is (its UID):
+// what the last watch sent is dropped.
+func (m *Model) watchJob(j *kube.Job) tea.Cmd {
+	var cmds []tea.Cmd
+	if stop := m.stopJob; stop != nil {
+		cmds = append(cmds, do(stop))
+		m.stopJob = nil
+	}
+	m.clearJobErrors()
+	m.ids++
+	id, key, uid := m.ids, j.Key(), j.UID
+	m.job.watch, m.job.uid, m.job.synced = id, uid, false
+	clear(m.job.replicas)
+	clear(m.job.events)
 	if m.cfg.Cluster == nil {
-		return nil
+		return tea.Batch(cmds...)
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.stopJob = cancel
 	c := m.cfg.Cluster
-	return do(func() { c.WatchJob(ctx, id, key) })
+	return tea.Batch(append(cmds, do(func() { c.WatchJob(ctx, id, key, uid) }))...)
+}
+
+// clearJobErrors drops the errors of the job's watch: it has stopped.
+func (m *Model) clearJobErrors() {
+	for _, src := range append([]string(nil), m.errOrder...) {
+		if e := m.errs[src]; e.Watch != 0 {
+			m.clearError(src)
+		}
+	}
 }
 
 // closeJob goes back to the job list: the job's watch and its port-forward stop.
@@ -235,11 +259,7 @@ func (m *Model) closeJob() tea.Cmd {
 		cmds = append(cmds, do(stop))
 		m.stopJob = nil
 	}
-	for _, src := range append([]string(nil), m.errOrder...) {
-		if e := m.errs[src]; e.Watch != 0 {
-			m.clearError(src)
-		}
-	}
+	m.clearJobErrors()
 	m.screen = screenJobs
 	return tea.Batch(cmds...)
 }

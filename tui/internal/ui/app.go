@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
@@ -19,7 +20,7 @@ import (
 type Cluster interface {
 	Next(ctx context.Context) (kube.Batch, bool)
 	WatchJobs(ctx context.Context)
-	WatchJob(ctx context.Context, id int, key kube.JobKey)
+	WatchJob(ctx context.Context, id int, key kube.JobKey, uid types.UID)
 	StreamLogs(ctx context.Context, id int, req kube.LogRequest)
 	PortForward(ctx context.Context, id int, namespace, service string)
 }
@@ -217,6 +218,10 @@ func (m *Model) apply(x any) tea.Cmd {
 	switch x := x.(type) {
 	case kube.JobUpserted:
 		m.jobs.upsert(x.Job)
+		if m.screen != screenJobs && x.Job.Key() == m.job.key && x.Job.UID != m.job.uid {
+			// A new job of the open one's name: its pods are another job's.
+			return m.watchJob(x.Job)
+		}
 	case kube.JobDeleted:
 		m.jobs.remove(x.Key)
 	case kube.JobsSynced:
@@ -352,7 +357,7 @@ func (m *Model) layout() {
 // events in what is left.
 func (m *Model) layoutJob() {
 	job := m.jobs.jobs[m.job.key]
-	avail := m.bodyHeight - len(m.tensorboardLines(job))
+	avail := m.bodyHeight - len(m.unreadableLines(job)) - len(m.tensorboardLines(job))
 	nrep := max(len(m.job.replicas), 1) // "no replica pods" takes a line
 	ncond := 0
 	if job != nil {

@@ -131,7 +131,13 @@ func (l *jobList) rebuild(now time.Time) {
 // CreateRefused", "Running, Suspended").
 func listState(j *kube.Job) string {
 	state := j.State
-	if state == "" {
+	switch {
+	case unreadable(j) != "" && state == "":
+		state = "Unreadable"
+	case unreadable(j) != "":
+		// The status is the last the operator wrote: nothing acts on the job now.
+		state += ", Unreadable"
+	case state == "":
 		state = "-"
 	}
 	for _, c := range j.Conditions {
@@ -168,7 +174,25 @@ func (l *jobList) refresh(now time.Time) {
 }
 
 func (l *jobList) matchText(j *kube.Job) string {
-	return strings.ToLower(j.Namespace + "/" + j.Name + " " + j.Kind + " " + j.State)
+	return strings.ToLower(j.Namespace + "/" + j.Name + " " + j.Kind + " " + listState(j))
+}
+
+// conditionUnreadable is the condition the operator gives a job it cannot read: True, its
+// message naming the field.
+const conditionUnreadable = "Unreadable"
+
+// unreadable says why the job cannot be read whole, naming the field: as the dashboard read it
+// (kube.Job.Unreadable), else as the operator's condition says; "" when it can be.
+func unreadable(j *kube.Job) string {
+	if j.Unreadable != "" {
+		return j.Unreadable
+	}
+	for _, c := range j.Conditions {
+		if c.Type == conditionUnreadable && c.Status == string(metav1.ConditionTrue) {
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	return ""
 }
 
 // nextTick is when the next age shown changes; 0 when none is shown.

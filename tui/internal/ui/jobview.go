@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -14,6 +16,7 @@ import (
 // it closes.
 type jobView struct {
 	key      kube.JobKey
+	uid      types.UID // the job whose pods are watched: a new job of the name is watched anew
 	watch    int
 	replicas map[string]*kube.Replica
 	shown    []*kube.Replica

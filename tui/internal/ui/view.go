@@ -9,6 +9,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -124,6 +125,9 @@ func (m Model) jobTitle() []string {
 		state = "no status yet"
 	}
 	parts := []string{s, m.st.stateStyle(j.State).Render(state)}
+	if unreadable(j) != "" {
+		parts = append(parts, m.st.err.Render("unreadable"))
+	}
 	if j.Phase != "" && j.Phase != j.State {
 		parts = append(parts, "phase "+j.Phase)
 	}
@@ -191,6 +195,7 @@ func (m Model) jobsBody() string {
 func (m Model) jobBody() string {
 	job := m.jobs.jobs[m.job.key]
 	var parts []string
+	parts = append(parts, m.unreadableLines(job)...)
 	parts = append(parts, m.tensorboardLines(job)...)
 	rep := m.job.repTable.View()
 	if len(m.job.replicas) == 0 {
@@ -218,6 +223,36 @@ func (m Model) jobBody() string {
 	return strings.Join(parts, "\n")
 }
 
+// labelled lays out lines beside a section label (" TensorBoard  "), each wrapped to the
+// width left, the lines after the first indented under it. add appends a line; the lines made
+// so far are in *out.
+func (m Model) labelled(label string, out *[]string) (add func(string)) {
+	indent := strings.Repeat(" ", len(label))
+	w := max(m.width-len(label), 10)
+	return func(s string) {
+		for _, l := range wrap(s, w) {
+			if len(*out) == 0 {
+				*out = append(*out, m.st.section.Render(label)+l)
+			} else {
+				*out = append(*out, indent+l)
+			}
+		}
+	}
+}
+
+// unreadableLines say that the job cannot be read whole, which field, and what to do about it;
+// none for a job that can be read.
+func (m Model) unreadableLines(job *kube.Job) []string {
+	if job == nil || unreadable(job) == "" {
+		return nil
+	}
+	var out []string
+	add := m.labelled(" Unreadable   ", &out)
+	add(m.st.err.Render(unreadable(job)))
+	add(v1beta1.UnreadableHint)
+	return out
+}
+
 // tensorboardLines show where the job's TensorBoard is: through the apiserver's service proxy
 // (a URL that works with the kubeconfig's credentials), in the cluster, and through the
 // port-forward once b started it. URLs wrap rather than get cut.
@@ -226,19 +261,8 @@ func (m Model) tensorboardLines(job *kube.Job) []string {
 		return nil
 	}
 	tb := job.Tensorboard
-	const label = " TensorBoard  "
-	indent := strings.Repeat(" ", len(label))
-	w := max(m.width-len(label), 10)
 	var out []string
-	add := func(s string) {
-		for _, l := range wrap(s, w) {
-			if len(out) == 0 {
-				out = append(out, m.st.section.Render(label)+l)
-			} else {
-				out = append(out, indent+l)
-			}
-		}
-	}
+	add := m.labelled(" TensorBoard  ", &out)
 	ready := m.st.warn.Render("not ready")
 	if tb.Ready {
 		ready = m.st.ok.Render("ready")
@@ -327,6 +351,9 @@ func (m Model) statusLines() []string {
 			seen[msg] = true
 			add(msg, m.st.err)
 		}
+	}
+	if j := m.jobs.selected(); m.screen == screenJobs && !m.showHelp && j != nil && unreadable(j) != "" {
+		add(fmt.Sprintf("%s %s is unreadable: %s; %s", j.Kind, j.Key(), unreadable(j), v1beta1.UnreadableHint), m.st.warn)
 	}
 	if m.screen == screenLogs && !m.showHelp {
 		if m.logs.err != nil {
