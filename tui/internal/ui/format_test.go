@@ -73,6 +73,10 @@ func TestListStateShowsARefusal(t *testing.T) {
 	if got := listState(suspended); got != "Running" {
 		t.Errorf("resumed job: %q", got)
 	}
+	waiting := &kube.Job{State: "Waiting", Conditions: []kube.Condition{{Type: "Running", Status: "False", Reason: "ImagePullBackOff", Message: "worker-0..1: cannot pull x"}}}
+	if got := listState(waiting); got != "Waiting, ImagePullBackOff" {
+		t.Errorf("waiting job: %q, want %q", got, "Waiting, ImagePullBackOff")
+	}
 	if got := listState(&kube.Job{}); got != "-" {
 		t.Errorf("job with no status: %q", got)
 	}

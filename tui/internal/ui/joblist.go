@@ -127,8 +127,9 @@ func (l *jobList) rebuild(now time.Time) {
 }
 
 // listState is the job's state as the list shows it: a job whose objects the apiserver refuses,
-// or that is suspended, says so there already, not only in its conditions ("Running,
-// CreateRefused", "Running, Suspended").
+// that is suspended, or that waits on something its user must fix, says so there already, not
+// only in its conditions ("Running, CreateRefused", "Running, Suspended", "Waiting,
+// ImagePullBackOff").
 func listState(j *kube.Job) string {
 	state := j.State
 	switch {
@@ -141,6 +142,10 @@ func listState(j *kube.Job) string {
 		state = "-"
 	}
 	for _, c := range j.Conditions {
+		// A Waiting job waits on what its Running condition says: "Waiting, ImagePullBackOff".
+		if j.State == string(v1beta1.JobStateWaiting) && c.Type == v1beta1.JobRunning && c.Reason != "" {
+			state += ", " + c.Reason
+		}
 		if c.Status != string(metav1.ConditionTrue) {
 			continue
 		}

@@ -79,6 +79,8 @@ func (s styles) stateStyle(state string) lipgloss.Style {
 		return s.err
 	case "Succeeded":
 		return s.ok
+	case "Waiting":
+		return s.warn
 	}
 	return lipgloss.NewStyle()
 }
