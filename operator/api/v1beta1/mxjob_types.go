@@ -102,8 +102,9 @@ type MXJob struct {
 	Spec   MXJobSpec `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
 
-	// unreadable says why the stored job could not be decoded whole (unreadable.go).
-	unreadable string
+	// unreadable says why the stored job could not be decoded whole (unreadable.go). It is never
+	// serialized; controller-gen wants every field tagged, and "-" keeps it out of the CRD.
+	unreadable string `json:"-"`
 }
 
 // MXJobList is a list of MXJobs.

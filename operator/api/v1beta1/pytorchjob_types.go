@@ -100,8 +100,9 @@ type PyTorchJob struct {
 	Spec   PyTorchJobSpec `json:"spec"`
 	Status JobStatus      `json:"status,omitempty"`
 
-	// unreadable says why the stored job could not be decoded whole (unreadable.go).
-	unreadable string
+	// unreadable says why the stored job could not be decoded whole (unreadable.go). It is never
+	// serialized; controller-gen wants every field tagged, and "-" keeps it out of the CRD.
+	unreadable string `json:"-"`
 }
 
 // PyTorchJobList is a list of PyTorchJobs.

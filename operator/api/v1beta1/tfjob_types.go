@@ -150,8 +150,9 @@ type TfJob struct {
 	Spec   TfJobSpec `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
 
-	// unreadable says why the stored job could not be decoded whole (unreadable.go).
-	unreadable string
+	// unreadable says why the stored job could not be decoded whole (unreadable.go). It is never
+	// serialized; controller-gen wants every field tagged, and "-" keeps it out of the CRD.
+	unreadable string `json:"-"`
 }
 
 // TfJobList is a list of TfJobs.
