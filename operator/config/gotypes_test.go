@@ -37,6 +37,13 @@ func TestEachCRDMatchesItsGoTypes(t *testing.T) {
 			if v.Name != v1beta1.GroupVersion.Version {
 				continue
 			}
+			// Tests and tools name a group's fields by the table: they must be the CRD's.
+			group := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicaSpecs"].Items.Schema
+			for _, field := range []string{k.TypeField, k.PortField} {
+				if _, ok := group.Properties[field]; !ok {
+					t.Errorf("%s %s: the table's field %q is not in replicaSpecs", k.Name, v.Name, field)
+				}
+			}
 			w := &typeWalk{}
 			w.root(reflect.TypeOf(k.New()).Elem(), v.Schema.OpenAPIV3Schema)
 			for _, p := range w.problems {

@@ -117,7 +117,7 @@ type MXJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType",
+	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType", PortField: "port",
 		Types: []string{string(MXReplicaScheduler), string(MXReplicaServer), string(MXReplicaWorker)},
 		Order: 2,
 		New:   func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} }},

@@ -115,7 +115,7 @@ type PyTorchJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType",
+	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType", PortField: "port",
 		Types: []string{string(PyTorchReplicaMaster), string(PyTorchReplicaWorker)},
 		Order: 3,
 		New:   func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} }},

@@ -165,7 +165,7 @@ type TfJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType",
+	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType", PortField: "tfPort",
 		Types: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker), string(TfReplicaPS), string(TfReplicaEvaluator)},
 		Order: 1,
 		New:   func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} }},
