@@ -82,10 +82,14 @@ func ManifestOf(k *v1beta1.Kind, ns, name string, runPolicy map[string]any, grou
 	var specs []any
 	for _, g := range groups {
 		spec := map[string]any{k.TypeField: g.Type, "template": g.Template}
-		for field, v := range map[string]any{"replicas": g.Replicas, k.PortField: g.Port, "restartPolicy": g.RestartPolicy} {
-			if !reflect.ValueOf(v).IsZero() {
-				spec[field] = v
-			}
+		if g.Replicas != 0 {
+			spec["replicas"] = g.Replicas
+		}
+		if g.Port != 0 {
+			spec[k.PortField] = g.Port
+		}
+		if g.RestartPolicy != "" {
+			spec["restartPolicy"] = g.RestartPolicy
 		}
 		specs = append(specs, spec)
 	}
