@@ -58,20 +58,48 @@ func newJob(k *v1beta1.Kind, ns, name string, policy v1beta1.RunPolicy, decider 
 	if err != nil {
 		panic(err)
 	}
-	manifest := map[string]any{
-		"apiVersion": v1beta1.GroupVersion.String(), "kind": k.Name,
-		"metadata": map[string]any{"namespace": ns, "name": name},
-		"spec": map[string]any{
-			"replicaSpecs": []any{
-				map[string]any{k.TypeField: decider, "replicas": int64(1), "template": tmpl},
-				map[string]any{k.TypeField: "WORKER", "replicas": int64(2), "template": tmpl},
-			},
-			"runPolicy": runPolicy,
-		},
-	}
+	manifest := ManifestOf(k, ns, name, runPolicy,
+		Group{Type: decider, Replicas: 1, Template: tmpl}, Group{Type: "WORKER", Replicas: 2, Template: tmpl})
 	job := k.New()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(manifest, job); err != nil {
 		panic(err)
 	}
 	return job
+}
+
+// Group is a replica group as ManifestOf writes it; a zero field is left out, to be defaulted.
+type Group struct {
+	Type          string
+	Replicas      int64
+	Port          int64
+	RestartPolicy string
+	Template      map[string]any
+}
+
+// ManifestOf is a job of kind k as a manifest spells it, with the field names of k's entry in
+// v1beta1.Kinds, so that a test makes a job of any kind alike.
+func ManifestOf(k *v1beta1.Kind, ns, name string, runPolicy map[string]any, groups ...Group) map[string]any {
+	var specs []any
+	for _, g := range groups {
+		spec := map[string]any{k.TypeField: g.Type, "template": g.Template}
+		if g.Replicas != 0 {
+			spec["replicas"] = g.Replicas
+		}
+		if g.Port != 0 {
+			spec[k.PortField] = g.Port
+		}
+		if g.RestartPolicy != "" {
+			spec["restartPolicy"] = g.RestartPolicy
+		}
+		specs = append(specs, spec)
+	}
+	spec := map[string]any{"replicaSpecs": specs}
+	if runPolicy != nil {
+		spec["runPolicy"] = runPolicy
+	}
+	return map[string]any{
+		"apiVersion": v1beta1.GroupVersion.String(), "kind": k.Name,
+		"metadata": map[string]any{"namespace": ns, "name": name},
+		"spec":     spec,
+	}
 }

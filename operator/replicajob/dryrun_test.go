@@ -2,8 +2,11 @@ package replicajob_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,21 +14,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/internal/jobtest"
+	"github.com/mlkube/mlkube/operator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/mxjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
-	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
-// The property: whatever job the CRD accepts, the apiserver accepts the pods, services and
-// TensorBoard objects the operator builds for it (a server-side dry run). Jobs are generated at
-// random, from a fixed seed, over what users vary: names up to the CRD's limit and beyond, every
-// replica type and group count, ports, restart policies, images (some empty), init containers,
-// sidecars and their ports, volumes, labels and annotations. The CRD is the oracle: a job it
-// refuses is skipped. What the apiserver would refuse of a job the CRD accepts is a bug: a CEL
-// rule missing, or a builder that makes a bad object.
+// The property: whatever job the CRD accepts decodes whole into its Go type, and the apiserver
+// accepts the pods, services and extras (TfJob's TensorBoard) the operator builds for it (a
+// server-side dry run). Jobs of every kind in v1beta1.Kinds are generated at random, from a
+// fixed seed, as manifests named by the kind's table entry, over what users vary: names up to
+// the CRD's limit and beyond, every replica type and group count, ports, restart policies,
+// images (some empty), init containers, sidecars and their ports, volumes, labels and
+// annotations. The CRD is the oracle: a job it refuses is skipped. What the apiserver would
+// refuse of a job the CRD accepts is a bug: a CEL rule missing, or a builder that makes a bad
+// object; a job it accepts that its Go type cannot decode stops every client's list of the kind.
 //
 // Refusals no CEL rule can see (quantities compared, a TensorBoard mount naming no volume: the
 // rule's estimated cost is past what the apiserver allows a CRD) are left out here; they fail
@@ -33,87 +40,124 @@ import (
 func TestWhatTheCRDAcceptsTheAPIServerAcceptsToCreate(t *testing.T) {
 	ns := namespace(t)
 	rng := rand.New(rand.NewPCG(14, 5))
-	frameworks := map[string]replicajob.Framework{"TfJob": tfjob.Framework{}, "MXJob": mxjob.Framework{}}
-	accepted, refused := map[string]int{}, 0
+	frameworks := map[*v1beta1.Kind]replicajob.Framework{}
+	for _, fw := range operator.Frameworks {
+		frameworks[fw.Kind()] = fw
+	}
+	accepted, refused, edges, sites := map[string]int{}, 0, map[string]int{}, map[string]bool{}
 	for i := range 400 {
-		job := randomJob(rng, ns, i)
-		kind := job.GetObjectKind().GroupVersionKind().Kind
-		if err := k8s.Create(context.Background(), job, client.DryRunAll); err != nil {
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("dry run of job %d: %v", i, err)
-			}
+		k := pick(rng, v1beta1.Kinds...)
+		fw := frameworks[k]
+		if fw == nil {
+			t.Fatalf("kind %s has no framework in operator.Frameworks", k.Name)
+		}
+		manifest := randomJob(rng, k, ns, i)
+		job, refusal := dryRun(t, k, manifest)
+		if refusal != nil {
 			refused++
 			continue
 		}
-		accepted[kind]++
-		objs, err := (&replicajob.Reconciler{Framework: frameworks[kind]}).Build(job.(v1beta1.Job))
+		accepted[k.Name]++
+		for range 2 {
+			site, answer := tryEdge(t, rng, k, manifest)
+			edges[answer]++
+			sites[site.field] = true
+		}
+		if job == nil {
+			continue // it did not decode: reported
+		}
+		objs, err := (&replicajob.Reconciler{Framework: fw}).Build(job)
 		if err != nil {
-			t.Errorf("%s %s: the CRD accepts it, but its pods cannot be built: %v", kind, job.GetName(), err)
+			t.Errorf("%s %s: the CRD accepts it, but its pods cannot be built: %v", k.Name, job.GetName(), err)
 			continue
 		}
-		if tf, ok := job.(*v1beta1.TfJob); ok && tf.Spec.Tensorboard != nil {
-			dep, svc := tfjob.TensorboardObjects(tf)
-			objs = append(objs, dep, svc)
+		if ext, ok := fw.(replicajob.Extension); ok {
+			objs = append(objs, ext.Extras(job)...)
 		}
 		for _, obj := range objs {
 			obj.SetOwnerReferences(nil) // the job was never stored: it has no UID to point at
 			if err := k8s.Create(context.Background(), obj, client.DryRunAll); err != nil {
-				t.Errorf("%s %s is accepted, but the apiserver refuses what the operator builds for it: %v\njob: %+v", kind, job.GetName(), err, job)
+				t.Errorf("%s %s is accepted, but the apiserver refuses what the operator builds for it: %v\njob: %+v", k.Name, job.GetName(), err, job)
 			}
 		}
 	}
-	t.Logf("%d jobs refused by the CRD; accepted: %v", refused, accepted)
-	if accepted["TfJob"] < 25 || accepted["MXJob"] < 25 || refused < 30 {
-		t.Errorf("the generator lost its spread: accepted %v, refused %d", accepted, refused)
+	t.Logf("%d jobs refused by the CRD; accepted: %v; integers tried at and beyond their bounds: %v", refused, accepted, edges)
+	for _, k := range v1beta1.Kinds {
+		if accepted[k.Name] < 15 {
+			t.Errorf("the generator lost its spread: %d %ss accepted", accepted[k.Name], k.Name)
+		}
 	}
+	if refused < 30 || edges["refused"] < 60 || edges["accepted"] < 25 || len(sites) < len(integerSites) {
+		t.Errorf("the generator lost its spread: %d jobs refused; edges %v over %d of %d integers", refused, edges, len(sites), len(integerSites))
+	}
+}
+
+// dryRun creates the job of kind k in manifest with a server-side dry run. It returns the CRD's
+// refusal or, when it accepts the job, what the apiserver would store, decoded into the kind's
+// Go type as every client decodes it: nil after reporting that it could not be.
+func dryRun(t *testing.T, k *v1beta1.Kind, manifest map[string]any) (v1beta1.Job, error) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(manifest)}
+	if err := k8s.Create(context.Background(), u, client.DryRunAll); err != nil {
+		if !apierrors.IsInvalid(err) {
+			t.Fatalf("dry run of %s %s: %v", k.Name, u.GetName(), err)
+		}
+		return nil, err
+	}
+	job := k.New()
+	data, err := json.Marshal(u.Object)
+	if err == nil {
+		err = json.Unmarshal(data, job)
+	}
+	if err == nil && job.Unreadable() != "" {
+		err = errors.New(job.Unreadable())
+	}
+	if err != nil {
+		t.Errorf("the CRD accepts %s %s, which its Go type cannot decode: %v", k.Name, u.GetName(), err)
+		return nil, nil
+	}
+	return job, nil
 }
 
 func pick[T any](rng *rand.Rand, from ...T) T { return from[rng.IntN(len(from))] }
 
-// randomJob is a TfJob or an MXJob, at random.
-func randomJob(rng *rand.Rand, ns string, i int) client.Object {
+// randomJob is a job of kind k, as a manifest.
+func randomJob(rng *rand.Rand, k *v1beta1.Kind, ns string, i int) map[string]any {
 	name := fmt.Sprintf("j%d-", i) + strings.Repeat("x", pick(rng, 0, 5, 40, 44, 50))
 	name = strings.TrimSuffix(name, "-")
 	if rng.IntN(20) == 0 {
 		name = strings.ToUpper(name)
 	}
-	meta := metav1.ObjectMeta{Namespace: ns, Name: name}
 	policy := pick(rng, v1beta1.RestartPolicyExitCode, v1beta1.RestartPolicyOnFailure, v1beta1.RestartPolicyNever, v1beta1.RestartPolicyAlways, "")
-	if rng.IntN(2) == 0 {
-		job := &v1beta1.TfJob{ObjectMeta: meta}
-		job.APIVersion, job.Kind = v1beta1.GroupVersion.String(), "TfJob"
-		types := []v1beta1.TfReplicaType{"MASTER", "CHIEF", "WORKER", "PS", "EVALUATOR"}
-		rng.Shuffle(len(types), func(a, b int) { types[a], types[b] = types[b], types[a] })
-		for _, typ := range types[:1+rng.IntN(len(types))] {
-			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, v1beta1.TfReplicaSpec{
-				TfReplicaType: typ, Replicas: int32(pick(rng, 1, 1, 2, 3)), TfPort: int32(pick(rng, 0, 2222, 1, 65535, 8080)),
-				RestartPolicy: policy, Template: randomTemplate(rng, v1beta1.TfContainerName),
-			})
-		}
-		if rng.IntN(3) == 0 {
-			vols, mounts := randomVolumes(rng)
-			job.Spec.Tensorboard = &v1beta1.TensorboardSpec{LogDir: "/logs", Volumes: vols, VolumeMounts: mounts,
-				ServiceType: pick[corev1.ServiceType](rng, "", "ClusterIP", "NodePort"),
-				PodLabels:   randomLabels(rng), PodAnnotations: randomLabels(rng)}
-		}
-		return job
+	types := slices.Clone(k.Types)
+	rng.Shuffle(len(types), func(a, b int) { types[a], types[b] = types[b], types[a] })
+	var groups []jobtest.Group
+	for _, typ := range types[:1+rng.IntN(len(types))] {
+		groups = append(groups, jobtest.Group{Type: typ, Replicas: pick[int64](rng, 1, 1, 1, 2, 3), Port: pick[int64](rng, 0, 1, 65535, 8080),
+			RestartPolicy: string(policy), Template: unstructuredOf(randomTemplate(rng, k.Container))})
 	}
-	job := &v1beta1.MXJob{ObjectMeta: meta}
-	job.APIVersion, job.Kind = v1beta1.GroupVersion.String(), "MXJob"
-	for _, typ := range []v1beta1.MXReplicaType{"SCHEDULER", "SERVER", "WORKER"} {
-		if typ != "SCHEDULER" && rng.IntN(4) == 0 {
-			continue
-		}
-		job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, v1beta1.MXReplicaSpec{
-			MXReplicaType: typ, Replicas: int32(pick(rng, 1, 1, 2)), Port: int32(pick(rng, 0, 9091, 1, 65535)),
-			RestartPolicy: policy, Template: randomTemplate(rng, v1beta1.MXContainerName),
-		})
+	manifest := jobtest.ManifestOf(k, ns, name, nil, groups...)
+	if rng.IntN(3) == 0 {
+		// Every kind gets the fields only some have (TfJob's tensorboard): the CRDs of the
+		// others prune them.
+		vols, mounts := randomVolumes(rng)
+		manifest["spec"].(map[string]any)["tensorboard"] = unstructuredOf(&v1beta1.TensorboardSpec{LogDir: "/logs", Volumes: vols, VolumeMounts: mounts,
+			ServiceType: pick[corev1.ServiceType](rng, "", "ClusterIP", "NodePort"),
+			PodLabels:   randomLabels(rng), PodAnnotations: randomLabels(rng)})
 	}
-	return job
+	return manifest
+}
+
+func unstructuredOf(obj any) map[string]any {
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // randomTemplate is a pod template with the training container and, at times, more.
-func randomTemplate(rng *rand.Rand, container string) corev1.PodTemplateSpec {
+func randomTemplate(rng *rand.Rand, container string) *corev1.PodTemplateSpec {
 	vols, mounts := randomVolumes(rng)
 	main := corev1.Container{Name: container, Image: orEmpty(rng, "trainer:1"), VolumeMounts: mounts,
 		Env: []corev1.EnvVar{{Name: "STEPS", Value: "10"}}}
@@ -132,7 +176,7 @@ func randomTemplate(rng *rand.Rand, container string) corev1.PodTemplateSpec {
 	if rng.IntN(4) == 0 {
 		spec.InitContainers = []corev1.Container{{Name: "fetch", Image: orEmpty(rng, "busybox:1")}}
 	}
-	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: randomLabels(rng), Annotations: randomLabels(rng)}, Spec: spec}
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: randomLabels(rng), Annotations: randomLabels(rng)}, Spec: spec}
 }
 
 // randomVolumes are volumes and mounts that name them.

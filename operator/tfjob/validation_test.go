@@ -239,6 +239,19 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 			msg:   "should be greater than or equal to 0",
 		},
 		{
+			// The issue that bounded every integer: the CRD took it, no client could decode it.
+			name:  "ttl-beyond-int32",
+			edit:  setField(int64(2592000000), "spec", "runPolicy", "ttlSecondsAfterFinished"),
+			field: "spec.runPolicy.ttlSecondsAfterFinished",
+			msg:   "should be less than or equal to 2147483647",
+		},
+		{
+			name:  "template-port-beyond-int32",
+			edit:  inGroup(0, inFirstContainer(setField([]any{map[string]any{"containerPort": int64(3000000000)}}, "ports"))),
+			field: "spec.replicaSpecs[0].template.spec.containers[0].ports[0].containerPort",
+			msg:   "should be less than or equal to 2147483647",
+		},
+		{
 			name:  "no-tensorflow-container",
 			edit:  typedEdit(func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[1].Template.Spec.Containers[0].Name = "trainer" }),
 			field: "spec.replicaSpecs[1]",

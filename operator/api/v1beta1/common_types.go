@@ -53,13 +53,17 @@ type RunPolicy struct {
 	BackoffLimit *int32 `json:"backoffLimit,omitempty"`
 
 	// activeDeadlineSeconds bounds the job's running time, counted from status.startTime. When it
-	// passes, the job fails with reason DeadlineExceeded and its running pods are stopped.
+	// passes, the job fails with reason DeadlineExceeded and its running pods are stopped. At most
+	// 9223372036 (about 292 years), the longest time.Duration: a longer one would wrap around to
+	// a deadline already past.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9223372036
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
 	// ttlSecondsAfterFinished deletes the job (and, by owner references, everything it owns) this
-	// many seconds after it ended. Unset keeps it until you delete it.
+	// many seconds after it ended (at most 2147483647, about 68 years). Unset keeps it until you
+	// delete it.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
@@ -123,26 +127,34 @@ const (
 	JobUnreadable = "Unreadable"
 )
 
-// ReplicaStatus counts the pods of one replica type.
+// ReplicaStatus counts the pods of one replica type. A count is never negative.
 type ReplicaStatus struct {
 	// type is the replica type, e.g. WORKER.
 	Type string `json:"type"`
 	// replicas is the number of replicas the spec asks for.
+	// +kubebuilder:validation:Minimum=0
 	Replicas int32 `json:"replicas"`
 	// pending pods are created but not running yet.
+	// +kubebuilder:validation:Minimum=0
 	Pending int32 `json:"pending"`
 	// active pods are running.
+	// +kubebuilder:validation:Minimum=0
 	Active int32 `json:"active"`
 	// ready pods are running and ready.
+	// +kubebuilder:validation:Minimum=0
 	Ready int32 `json:"ready"`
 	// succeeded pods exited 0.
+	// +kubebuilder:validation:Minimum=0
 	Succeeded int32 `json:"succeeded"`
 	// failed pods exited non-zero and are not being replaced.
+	// +kubebuilder:validation:Minimum=0
 	Failed int32 `json:"failed"`
 	// restarts is recreated plus the in-place container restarts of the current pods
 	// (OnFailure and Always let the kubelet restart containers); it counts against backoffLimit.
+	// +kubebuilder:validation:Minimum=0
 	Restarts int32 `json:"restarts"`
 	// recreated counts the pods the operator deleted and created again after a retryable failure.
+	// +kubebuilder:validation:Minimum=0
 	Recreated int32 `json:"recreated"`
 }
 
@@ -185,6 +197,7 @@ type JobStatus struct {
 	// +optional
 	Replicas string `json:"replicas,omitempty"`
 	// restarts is the sum of replicaStatuses[*].restarts.
+	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Restarts int32 `json:"restarts"`
 	// startTime is when the operator first acted on the job; activeDeadlineSeconds counts from it.
@@ -197,6 +210,7 @@ type JobStatus struct {
 	// +optional
 	Tensorboard *TensorboardStatus `json:"tensorboard,omitempty"`
 	// observedGeneration is the metadata.generation this status was computed from.
+	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// countedFailures holds the UIDs of failed pods whose restart is already counted, until those

@@ -53,6 +53,8 @@ type Kind struct {
 	Container string
 	// TypeField is the field of a replica group that holds its type: tfReplicaType.
 	TypeField string
+	// PortField is the field of a replica group that holds its port: tfPort.
+	PortField string
 	// Types are the replica types, as the CRD's enum lists them; the first decides a job that
 	// has it (the framework's Decider says when).
 	Types []string

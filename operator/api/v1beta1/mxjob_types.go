@@ -102,7 +102,8 @@ type MXJob struct {
 	Spec   MXJobSpec `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
 
-	// unreadable says why the stored job could not be decoded whole (unreadable.go).
+	// unreadable says why the stored job could not be decoded whole (unreadable.go). It is never
+	// serialized; controller-gen wants every field tagged, and "-" keeps it out of the CRD.
 	unreadable string `json:"-"`
 }
 
@@ -116,7 +117,7 @@ type MXJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType",
+	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType", PortField: "port",
 		Types: []string{string(MXReplicaScheduler), string(MXReplicaServer), string(MXReplicaWorker)},
 		Order: 2,
 		New:   func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} }},

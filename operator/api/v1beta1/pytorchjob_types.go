@@ -100,7 +100,8 @@ type PyTorchJob struct {
 	Spec   PyTorchJobSpec `json:"spec"`
 	Status JobStatus      `json:"status,omitempty"`
 
-	// unreadable says why the stored job could not be decoded whole (unreadable.go).
+	// unreadable says why the stored job could not be decoded whole (unreadable.go). It is never
+	// serialized; controller-gen wants every field tagged, and "-" keeps it out of the CRD.
 	unreadable string `json:"-"`
 }
 
@@ -114,7 +115,7 @@ type PyTorchJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType",
+	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType", PortField: "port",
 		Types: []string{string(PyTorchReplicaMaster), string(PyTorchReplicaWorker)},
 		Order: 3,
 		New:   func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} }},

@@ -150,7 +150,8 @@ type TfJob struct {
 	Spec   TfJobSpec `json:"spec"`
 	Status JobStatus `json:"status,omitempty"`
 
-	// unreadable says why the stored job could not be decoded whole (unreadable.go).
+	// unreadable says why the stored job could not be decoded whole (unreadable.go). It is never
+	// serialized; controller-gen wants every field tagged, and "-" keeps it out of the CRD.
 	unreadable string `json:"-"`
 }
 
@@ -164,7 +165,7 @@ type TfJobList struct {
 }
 
 func init() {
-	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType",
+	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType", PortField: "tfPort",
 		Types: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker), string(TfReplicaPS), string(TfReplicaEvaluator)},
 		Order: 1,
 		New:   func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} }},
