@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,15 +29,11 @@ import (
 func TestUnreadableJobStopsNoOtherJob(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	restore := loosenCRDs(t)
+	var bad []*unstructured.Unstructured
 	for _, k := range v1beta1.Kinds {
-		bad := jobtest.KindOf(frameworkOf(t, k)).NewJob(ns, "bad-"+k.Label(), v1beta1.RunPolicy{})
-		u := toUnstructured(t, bad)
-		must(t, unstructured.SetNestedField(u.Object, int64(2592000000), "spec", "runPolicy", "ttlSecondsAfterFinished"))
-		// The loosened CRD takes effect a moment after its update.
-		eventually(t, "the loosened "+k.Name+" CRD", func() error { return k8s.Create(ctx, u.DeepCopy()) })
+		bad = append(bad, jobtest.UnreadableJob(t, k, ns, "bad-"+k.Label(), v1beta1.JobStatus{}))
 	}
-	restore()
+	jobtest.StoreUnreadable(t, cfg, []string{jobtest.UnreadableTTLField}, bad...)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
@@ -58,7 +53,7 @@ func TestUnreadableJobStopsNoOtherJob(t *testing.T) {
 	for _, k := range v1beta1.Kinds {
 
 		bad := "bad-" + k.Label()
-		field := "spec.runPolicy.ttlSecondsAfterFinished: number 2592000000 does not fit int32"
+		field := jobtest.UnreadableTTLWhy
 		eventually(t, bad+" Unreadable", func() error {
 			job := k.New()
 			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: bad}, job); err != nil {
@@ -116,59 +111,6 @@ func TestUnreadableJobStopsNoOtherJob(t *testing.T) {
 		})
 	}
 	gauge(0)
-}
-
-// loosenCRDs drops every integer bound from the CRDs of every kind, as a CRD of an older mlkube
-// or one edited by hand would have none; the func it returns puts the CRDs back as they were.
-func loosenCRDs(t *testing.T) (restore func()) {
-	t.Helper()
-	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	must(t, apiextensionsv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	must(t, err)
-	var saved []*apiextensionsv1.CustomResourceDefinition
-	for _, k := range v1beta1.Kinds {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		must(t, c.Get(ctx, types.NamespacedName{Name: k.Plural + "." + v1beta1.GroupVersion.Group}, crd))
-		saved = append(saved, crd.DeepCopy())
-		for i := range crd.Spec.Versions {
-			unbound(crd.Spec.Versions[i].Schema.OpenAPIV3Schema)
-		}
-		must(t, c.Update(ctx, crd))
-	}
-	return func() {
-		t.Helper()
-		for _, crd := range saved {
-			must(t, retry(func() error {
-				live := &apiextensionsv1.CustomResourceDefinition{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(crd), live); err != nil {
-					return err
-				}
-				live.Spec = crd.Spec
-				return c.Update(ctx, live)
-			}))
-		}
-	}
-}
-
-func unbound(s *apiextensionsv1.JSONSchemaProps) {
-	if s == nil {
-		return
-	}
-	if s.Type == "integer" {
-		s.Maximum, s.Minimum = nil, nil
-	}
-	for k, p := range s.Properties {
-		unbound(&p)
-		s.Properties[k] = p
-	}
-	if s.Items != nil {
-		unbound(s.Items.Schema)
-	}
-	if s.AdditionalProperties != nil {
-		unbound(s.AdditionalProperties.Schema)
-	}
 }
 
 func toUnstructured(t *testing.T, obj client.Object) *unstructured.Unstructured {

@@ -688,3 +688,32 @@ status: {phase: Done}`)
 		t.Errorf("YAML of the job without apiVersion and kind differs (%v):\n%s", err, y2)
 	}
 }
+
+// A manifest is read strictly, though a job decodes leniently from a cluster (an unreadable
+// job must not fail a list): a number past its field's range, or of another type, is an error
+// naming the field, never a job with its spec left empty.
+func TestAValueItsFieldCannotHoldIsAnError(t *testing.T) {
+	for _, tc := range []struct{ runPolicy, port, want string }{
+		{"ttlSecondsAfterFinished: 2592000000", "2222", "spec.runPolicy.ttlSecondsAfterFinished"},
+		{"backoffLimit: three", "2222", "spec.runPolicy.backoffLimit"},
+		{"backoffLimit: 3", "3000000000", "containerPort"},
+	} {
+		manifest := `apiVersion: mlkube.io/v1beta1
+kind: TfJob
+metadata: {name: x}
+spec:
+  runPolicy: {` + tc.runPolicy + `}
+  replicaSpecs:
+  - tfReplicaType: WORKER
+    template: {spec: {containers: [{name: tensorflow, image: trainer, ports: [{containerPort: ` + tc.port + `}]}]}}
+`
+		res, err := Convert([]byte(manifest))
+		if err == nil {
+			t.Errorf("%s: converted, want an error naming the field; job %+v", tc.runPolicy, res.Job)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %q, want it to say %q", tc.runPolicy, err, tc.want)
+		}
+	}
+}

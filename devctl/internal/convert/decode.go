@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // decode reads v, the part of the manifest at path, into out, a Kubernetes type (a pod
@@ -21,6 +23,11 @@ func decode(path string, v any, out any) (dropped []string, err error) {
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return nil, decodeError(path, err)
+	}
+	// A job decodes leniently, so that one a cluster holds cannot fail a whole list; a manifest
+	// handed in is read strictly, and a value its field cannot hold is an error naming it.
+	if job, ok := out.(v1beta1.Job); ok && job.Unreadable() != "" {
+		return nil, fmt.Errorf("%s", joinPath(path, job.Unreadable()))
 	}
 	// What the type kept is what it writes back; what it did not keep is dropped.
 	back, err := json.Marshal(out)
