@@ -19,10 +19,7 @@ import (
 // histogram observed once per job that ran.
 func TestJobMetrics(t *testing.T) {
 	ns := namespace(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
+	addr := freeAddr(t)
 	startOperator(t, ns, func(o *operator.Options) { o.MetricsBindAddress = addr })
 
 	must(t, k8s.Create(context.Background(), standardJob(ns, "good")))
@@ -75,6 +72,15 @@ func TestJobMetrics(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// freeAddr is a local address nothing listens on now, for an operator's metrics endpoint.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().String()
 }
 
 func scrape(url string) (string, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -31,10 +30,7 @@ import (
 func TestWhateverIsStoredTheOperatorServesTheRest(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
+	addr := freeAddr(t)
 	startOperator(t, ns, func(o *operator.Options) { o.MetricsBindAddress = addr })
 	before, err := scrape("http://" + addr + "/metrics")
 	must(t, err)

@@ -2,7 +2,6 @@ package replicajob_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 
@@ -35,10 +34,7 @@ func TestUnreadableJobStopsNoOtherJob(t *testing.T) {
 	}
 	jobtest.StoreUnreadable(t, cfg, []string{jobtest.UnreadableTTLField}, bad...)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
+	addr := freeAddr(t)
 	startOperator(t, ns, func(o *operator.Options) { o.MetricsBindAddress = addr })
 
 	for _, k := range v1beta1.Kinds {
