@@ -32,8 +32,11 @@ func TestWhateverIsStoredTheOperatorServesTheRest(t *testing.T) {
 	ns := namespace(t)
 	addr := freeAddr(t)
 	startOperator(t, ns, func(o *operator.Options) { o.MetricsBindAddress = addr })
-	before, err := scrape("http://" + addr + "/metrics")
-	must(t, err)
+	var before string
+	eventually(t, "the metrics endpoint", func() (err error) {
+		before, err = scrape("http://" + addr + "/metrics")
+		return err
+	})
 
 	rng := rand.New(rand.NewPCG(24, 5))
 	stored := map[string]int{}
