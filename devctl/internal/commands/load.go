@@ -165,13 +165,12 @@ func notInEngine(refs []string, local []localimages.Image) error {
 	return errors.Join(errs...)
 }
 
-// jobImages are what run knows of its job's images in a kind cluster: the cluster, the refs the
-// last check asked about and the image ID the engine had for each ("" for none), which --watch
-// compares the engine's with.
+// jobImages are what run knows of its job's images in a kind cluster: the refs the last check
+// asked about and the image ID the engine had for each ("" for none), which --watch compares
+// the engine's with.
 type jobImages struct {
-	cluster *kindcluster.Cluster
-	refs    []string
-	seen    map[string]string
+	refs []string
+	seen map[string]string
 }
 
 // imageCheck is the check of a job's images against a kind cluster's pod nodes, in two parts:
@@ -223,7 +222,7 @@ func checkImages(ctx context.Context, kubeContext string, job client.Object) *im
 // currentContext is the name of the kubeconfig's current context, "" when it cannot be read
 // (connecting then says why).
 func currentContext() string {
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), nil).RawConfig()
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).RawConfig()
 	if err != nil {
 		return ""
 	}
@@ -240,7 +239,7 @@ func (r *runner) ensureImages(ctx context.Context, c *imageCheck) error {
 		return nil
 	}
 	<-c.quick
-	r.local = &jobImages{cluster: c.cluster, refs: c.refs, seen: map[string]string{}}
+	r.local = &jobImages{refs: c.refs, seen: map[string]string{}}
 	if c.quickErr != nil {
 		r.say("warning: not loading the job's images from Docker into the nodes: %s", oneLine(c.quickErr))
 		return nil
@@ -262,11 +261,16 @@ func (r *runner) ensureImages(ctx context.Context, c *imageCheck) error {
 		return nil
 	}
 	if len(c.plan.Load) == 0 {
-		c.memory.Learn(c.pods, c.plan)
-		_ = c.memory.Save() // failing costs a listing next time
+		c.learn()
 		return nil
 	}
 	return r.loadSteps(ctx, c)
+}
+
+// learn remembers what the listing of the nodes found; failing costs only a listing next time.
+func (c *imageCheck) learn() {
+	c.memory.Learn(c.pods, c.plan)
+	_ = c.memory.Save()
 }
 
 // lateLoad waits for the listing of the nodes that the memory let run skip, and loads what it
@@ -283,8 +287,7 @@ func (r *runner) lateLoad(ctx context.Context, c *imageCheck) {
 		}
 		return
 	}
-	c.memory.Learn(c.pods, c.plan)
-	_ = c.memory.Save()
+	c.learn()
 }
 
 // loadSteps loads what c's plan says the nodes lack, as a step of its own on the status stream.

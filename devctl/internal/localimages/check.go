@@ -88,7 +88,9 @@ func CheckNodes(ctx context.Context, c *kindcluster.Cluster, local []Image) (*Pl
 				continue
 			}
 			p.Lacking[node] = append(p.Lacking[node], img)
-			if !slices.Contains(p.Load, img) {
+			// Once per name: a job may spell one image two ways (my-trainer:v1,
+			// docker.io/library/my-trainer:v1).
+			if !slices.ContainsFunc(p.Load, func(l Image) bool { return l.Name == img.Name }) {
 				p.Load = append(p.Load, img)
 			}
 		}

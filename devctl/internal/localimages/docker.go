@@ -57,9 +57,9 @@ func FullName(ref string) (string, bool) {
 	return registry + "/" + tag.RepositoryStr() + ":" + tag.TagStr(), true
 }
 
-// Loadable are the refs worth asking the engine for: not ours (devctl up builds and loads
-// mlkube/trainer and the rest itself, and an engine image of the same name must not replace
-// them on the nodes), and not by digest.
+// Loadable gives the full name (FullName) of each of refs worth asking the engine for: not ours
+// (devctl up builds and loads mlkube/trainer and the rest itself, and an engine image of the
+// same name must not replace them on the nodes), and not by digest.
 func Loadable(refs []string) map[string]string {
 	out := map[string]string{}
 	for _, ref := range refs {
