@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,9 @@ import (
 var (
 	devctl    = os.Getenv("MLKUBE_DEVCTL")     // the devctl binary under test
 	nodeImage = os.Getenv("MLKUBE_NODE_IMAGE") // the kind node image to use
-	name      = "mlkube-e2e"
+	// name is the suite's cluster; MLKUBE_E2E_NAME gives another, so that one test can run
+	// (go test -tags e2e -run TestX ./e2e/) beside a cluster of the default name.
+	name = cmp.Or(os.Getenv("MLKUBE_E2E_NAME"), "mlkube-e2e")
 )
 
 // The suite shares one cluster: TestMain creates it with `devctl up` (TestUp checks what that

@@ -1,7 +1,8 @@
 // Command devctl gives a developer a local mlkube: a kind cluster running the operator built
 // from the checkout's source (`devctl up`), a look at it (`devctl status`), its removal
 // (`devctl down`), TfJobs, MXJobs and PyTorchJobs run and followed in it (`devctl run`, `logs`,
-// `convert`), and the terminal dashboard on it (`devctl dashboard`).
+// `convert`), images of the local Docker engine loaded into it (`devctl load`), and the terminal
+// dashboard on it (`devctl dashboard`).
 package main
 
 import (
@@ -45,7 +46,9 @@ checkout.
 log included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest
 written for an older TensorFlow, MXNet or PyTorch operator into today's job. These three work on the
 cluster of the current kubeconfig context, which devctl up sets to its kind cluster; so does
-` + "`devctl dashboard`" + `, the live terminal dashboard of the jobs, their replicas and logs (tfjob-tui).`,
+` + "`devctl dashboard`" + `, the live terminal dashboard of the jobs, their replicas and logs (tfjob-tui).
+A trainer image you build with docker build is in the local Docker engine, not on the nodes:
+` + "`devctl run`" + ` loads the images its job names into the nodes, and ` + "`devctl load`" + ` does it by hand.`,
 		Example: `  go run ./devctl/cmd/devctl up
   go run ./devctl/cmd/devctl run samples/tfjob-distributed.yaml
   go run ./devctl/cmd/devctl status
@@ -55,7 +58,7 @@ cluster of the current kubeconfig context, which devctl up sets to its kind clus
 		SilenceUsage:  true,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commands.UsageError(err) })
-	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), logsCommand(), convertCommand(), dashboardCommand(),
+	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), loadCommand(), logsCommand(), convertCommand(), dashboardCommand(),
 		suspendCommand(true), suspendCommand(false), versionCommand())
 	return cmd
 }
@@ -92,6 +95,15 @@ restarts and conditions, and on stdout every replica's log, interleaved in the o
 were written, each prefixed with its replica ("worker-1 | ..."; in colour on a terminal). A
 recreated pod's log is followed from its start; no line is printed twice.
 
+Images you built yourself (docker build -t my-trainer:v1 .) are in the local Docker engine, not
+on the kind nodes. When the current context is a kind cluster's (kind-<name>), run loads every
+image the job names (each container and init container of every replica, and TensorBoard's) that
+the engine holds and the nodes lack, before it creates the job: "• Loading images from Docker into
+the nodes ...", by image ID, so an image rebuilt under the same tag is loaded again and one
+already there is not. An image the engine does not hold is left to the cluster to pull. Name such
+an image with imagePullPolicy: IfNotPresent (Always, the default for :latest, pulls instead; run
+warns). devctl load does the same by hand.
+
 Exit codes: 0 the job succeeded; 1 it failed (the Failed condition's message is printed) or
 devctl could not do its work; 2 bad usage, a file that cannot be read or converted, or an invalid
 job; 124 --timeout passed first; 130 Ctrl-C. Ctrl-C and --timeout stop following, not the job:
@@ -103,9 +115,11 @@ missing secret) has the state Waiting, and the operator says why once for all th
 applies to; run prints that line once. --pending-timeout D gives up on such a job once it has
 waited D: exit 1 with the reason, and with --rm the job is deleted.
 
---watch submits FILE again each time it changes (after 300ms without further changes): the old
-job and its pods are deleted, the new job is created and followed. A change that does not
-validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0).`,
+--watch submits FILE again each time it changes (after 300ms without further changes), and each
+time an image the job names gets another image ID in the local Docker engine (you ran docker build
+again): the old job and its pods are deleted, the changed image is loaded into the nodes, the new
+job is created and followed. A change that does not validate is reported and the running job
+kept. --watch ends with Ctrl-C (exit 0).`,
 		Example: `  # run the sample distributed trainer and follow it to its end
   devctl run samples/tfjob-distributed.yaml
 
@@ -124,6 +138,10 @@ validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0)
   # edit and re-run: every save submits the job again
   devctl run --watch --replace my-job.yaml
 
+  # your own trainer: built into Docker, loaded into the nodes by run; with --watch, every
+  # docker build of it runs the job again
+  docker build -t my-trainer:v1 . && devctl run --watch my-trainer.yaml
+
   # in CI: give up after ten minutes, or after one on an image that cannot be pulled
   devctl run --timeout 10m --pending-timeout 1m --rm samples/tfjob-distributed.yaml`,
 		Args: args(1),
@@ -139,6 +157,48 @@ validate is reported and the running job kept. --watch ends with Ctrl-C (exit 0)
 	f.BoolVar(&opts.Watch, "watch", false, "submit FILE again each time it changes, until Ctrl-C")
 	f.DurationVar(&opts.Timeout, "timeout", 0, "stop following after this long, exit 124, and leave the job running (default: no limit)")
 	f.DurationVar(&opts.PendingTimeout, "pending-timeout", 0, "give up, exit 1 (and delete the job with --rm), once the job has waited this long on something you must fix: an image no one can pull, no node that fits (default: wait)")
+	return cmd
+}
+
+func loadCommand() *cobra.Command {
+	opts := commands.LoadOptions{Name: commands.DefaultName}
+	cmd := &cobra.Command{
+		Use:   "load IMAGE...",
+		Short: "Load images from the local Docker engine into the cluster's nodes (as kind load docker-image)",
+		Long: `Load copies images from the local Docker engine into the kind cluster's nodes, so that pods can
+run them without a registry. An image you build (docker build -t my-trainer:v1 .) exists only in
+the engine; a pod that names it on a kind node waits in ErrImagePull until it is loaded there.
+
+devctl run does this by itself for every image its job names; load is for pods you create
+otherwise (kubectl apply), or to load ahead of time. It loads into the nodes pods run on, as
+devctl up does for the operator: the workers when the cluster has them, else its one node. It
+compares by image ID (the digest docker images --no-trunc shows), so an image already on every
+node under that name is not loaded again, and one rebuilt under the same tag is. The images go
+over as one archive (docker save), loaded into the nodes at once, each step shown with its time.
+
+Name the image in the pod as you named it here, with imagePullPolicy: IfNotPresent or Never: a
+pod that pulls (imagePullPolicy: Always, the default for :latest and for no tag) asks a registry
+and does not use the loaded image. An image the engine lacks is an error (build or pull it
+first); so is one of devctl's own (mlkube/trainer, mlkube/operator, ...), which devctl up builds
+and loads.`,
+		Example: `  # build your trainer and load it into the cluster mlkube
+  docker build -t my-trainer:v1 .
+  devctl load my-trainer:v1
+
+  # several images, into the cluster made by devctl up --name multi --workers 2
+  devctl load --name multi my-trainer:v1 my-evaluator:v1`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return commands.UsageError(fmt.Errorf("name at least one image; see devctl %s --help", cmd.Name()))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Images = args
+			return commands.Load(cmd.Context(), opts, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&opts.Name, "name", opts.Name, "name of the kind cluster")
 	return cmd
 }
 

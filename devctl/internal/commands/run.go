@@ -71,6 +71,7 @@ func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, errTimeout)
 		defer cancel()
 	}
+	check := checkImages(ctx, currentContext(), job)
 	cl, err := connectCurrent(ctx)
 	if err != nil {
 		return err
@@ -83,6 +84,9 @@ func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
 		return err
 	}
 	if err := r.validate(ctx, job); err != nil {
+		return err
+	}
+	if err := r.ensureImages(ctx, check); err != nil {
 		return err
 	}
 	why := ""
@@ -109,6 +113,8 @@ type runner struct {
 	out, status          io.Writer
 	logColor, stateColor bool
 	submitted            time.Time
+	// local are the job's images in a kind cluster (load.go); nil for another cluster.
+	local *jobImages
 }
 
 func (r *runner) say(format string, args ...any) {

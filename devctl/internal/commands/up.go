@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kind/pkg/cluster/constants"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
-	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
@@ -342,30 +340,14 @@ func (u *up) listNodeImages() error {
 	if err != nil {
 		return err
 	}
-	all = podNodes(all)
+	all = kindcluster.PodNodes(all)
 	u.nodes, u.have = all, make([]map[string]string, len(all))
 	for i, n := range all {
-		if u.have[i], err = nodeImages(n); err != nil {
+		if u.have[i], err = kindcluster.NodeImages(n); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// podNodes are the nodes our pods can run on: with workers, the workers alone, as kind taints
-// the control plane of a cluster that has them; else the one control plane. Our images go
-// only there.
-func podNodes(all []nodes.Node) []nodes.Node {
-	var workers []nodes.Node
-	for _, n := range all {
-		if role, err := n.Role(); err == nil && role == constants.WorkerNodeRoleValue {
-			workers = append(workers, n)
-		}
-	}
-	if len(workers) == 0 {
-		return all
-	}
-	return workers
 }
 
 // onEveryNode reports whether every node holds b under its content tag, with the :dev alias on
@@ -417,34 +399,11 @@ func (u *up) loadImages(ctx context.Context) error {
 		}
 		refs = append(refs, b.Ref.String())
 	}
-
-	task := p.Start("writing the archive of " + strings.Join(refs, ", "))
-	archive, size, err := writeArchive(toLoad)
-	if err != nil {
-		task.Fail()
-		return err
+	var to []nodes.Node
+	for _, i := range targets {
+		to = append(to, u.nodes[i])
 	}
-	defer os.Remove(archive)
-	task.Done("wrote the archive (%.1f MB)", float64(size)/1e6)
-	// Every node at once: each load is mostly the node's containerd unpacking, and a cluster of
-	// several nodes would otherwise pay for them one after the other.
-	errs := make([]error, len(targets))
-	var wg sync.WaitGroup
-	for j, i := range targets {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		task := p.Start(fmt.Sprintf("loading it into node %s", u.nodes[i]))
-		wg.Go(func() {
-			if errs[j] = kindcluster.LoadArchive(u.nodes[i], archive); errs[j] != nil {
-				task.Fail()
-				return
-			}
-			task.Done("")
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := shipArchive(ctx, refs, ours(toLoad), to); err != nil {
 		return err
 	}
 	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), images.DevTag, len(targets))
@@ -461,16 +420,6 @@ func cacheDir() (string, error) {
 		return "", err
 	}
 	return filepath.Join(base, "mlkube"), nil
-}
-
-// nodeImages lists the images the node's containerd holds for Kubernetes, by reference, with
-// the digest each names.
-func nodeImages(n nodes.Node) (map[string]string, error) {
-	lines, err := kindexec.OutputLines(n.Command("ctr", "--namespace=k8s.io", "images", "list"))
-	if err != nil {
-		return nil, fmt.Errorf("listing the images on node %s: %w", n, err)
-	}
-	return images.ParseList(lines), nil
 }
 
 // loadedAndAliased reports whether a node holds b under its content tag and its :dev alias

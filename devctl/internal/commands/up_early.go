@@ -120,8 +120,8 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 			return err
 		}
 	}
-	targets := podNodes(all)
-	path, _, err := writeArchive(built)
+	targets := kindcluster.PodNodes(all)
+	path, _, err := writeArchive(ours(built))
 	if err != nil {
 		return err
 	}
@@ -168,14 +168,14 @@ func prepareWhenUp(ctx context.Context, n nodes.Node, archive string) error {
 	return nil
 }
 
-// writeArchive writes the images, under their content tags and the :dev alias, into a new
-// docker-archive file, and returns its path and size. The caller removes the file.
-func writeArchive(built []*images.Built) (string, int64, error) {
+// writeArchive has write write a docker-archive into a new file, and returns its path and
+// size. The caller removes the file.
+func writeArchive(write func(io.Writer) error) (string, int64, error) {
 	f, err := os.CreateTemp("", "devctl-images-*.tar")
 	if err != nil {
 		return "", 0, err
 	}
-	err = images.WriteArchive(f, built...)
+	err = write(f)
 	if err != nil {
 		err = fmt.Errorf("writing the image archive: %w", err)
 	}

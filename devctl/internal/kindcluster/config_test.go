@@ -3,6 +3,7 @@ package kindcluster
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
@@ -69,6 +70,30 @@ func TestEveryNodeRuns(t *testing.T) {
 	} {
 		if got := runs.MatchString(ref); got != want {
 			t.Errorf("%s: unpacked %t, want %t", ref, got, want)
+		}
+	}
+}
+
+func TestPodNodes(t *testing.T) {
+	role := func(n NodeContainer) string { return n.Role }
+	names := func(ns []NodeContainer) []string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		all  []NodeContainer
+		want []string
+	}{
+		{"one node", []NodeContainer{{Name: "cp", Role: "control-plane"}}, []string{"cp"}},
+		{"workers: they alone, the control plane is tainted", []NodeContainer{{Name: "cp", Role: "control-plane"}, {Name: "w1", Role: "worker"}, {Name: "w2", Role: "worker"}}, []string{"w1", "w2"}},
+		{"several control planes behind a load balancer", []NodeContainer{{Name: "lb", Role: "external-load-balancer"}, {Name: "cp1", Role: "control-plane"}, {Name: "cp2", Role: "control-plane"}}, []string{"cp1", "cp2"}},
+	} {
+		if got := names(podNodes(tc.all, role)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -18,11 +18,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/constants"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 	"sigs.k8s.io/kind/pkg/log"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/devctl/internal/images"
 )
 
 // DefaultConfig is the cluster config when the repository has none: one node, and no kindnet
@@ -248,6 +251,80 @@ func Images(n nodes.Node) ([]string, error) {
 		return nil, fmt.Errorf("listing the images on node %s: %w", n, runErrorOutput(err))
 	}
 	return lines, nil
+}
+
+// NodeImages lists the images the node's containerd holds for Kubernetes, by reference, with
+// the manifest digest each names. Besides every tag, containerd's CRI keeps a reference
+// "sha256:<image ID>" to each image (images.ParseList keeps those too), so the list also tells
+// which image ID a tag names.
+func NodeImages(n nodes.Node) (map[string]string, error) {
+	lines, err := kindexec.OutputLines(n.Command("ctr", "--namespace=k8s.io", "images", "list"))
+	if err != nil {
+		return nil, fmt.Errorf("listing the images on node %s: %w", n, runErrorOutput(err))
+	}
+	return images.ParseList(lines), nil
+}
+
+// PodNodes are the nodes our pods can run on: with workers, the workers alone, as kind taints
+// the control plane of a cluster that has them; else the one control plane. Images for pods go
+// only there.
+func PodNodes(all []nodes.Node) []nodes.Node {
+	return podNodes(all, func(n nodes.Node) string {
+		role, _ := n.Role()
+		return role
+	})
+}
+
+// podNodes is PodNodes' choice among nodes of any form, given their roles.
+func podNodes[N any](all []N, role func(N) string) []N {
+	var workers, others []N
+	for _, n := range all {
+		switch role(n) {
+		case constants.WorkerNodeRoleValue:
+			workers = append(workers, n)
+		case constants.ExternalLoadBalancerNodeRoleValue, constants.ExternalEtcdNodeRoleValue:
+			// no pods there
+		default:
+			others = append(others, n)
+		}
+	}
+	if len(workers) == 0 {
+		return others
+	}
+	return workers
+}
+
+// A NodeContainer is a node as Docker runs it.
+type NodeContainer struct {
+	// ID is the container's full ID: a node created again under the same name has another.
+	ID, Name, Role string
+}
+
+// The labels kind puts on its node containers (its docker provider's, unexported).
+const (
+	clusterLabel = "io.x-k8s.kind.cluster"
+	roleLabel    = "io.x-k8s.kind.role"
+)
+
+// PodNodeContainers are the running containers of PodNodes' choice, from one docker ps: what
+// listing the nodes and asking each its role would tell, at a fraction of the cost.
+func (c *Cluster) PodNodeContainers(ctx context.Context) ([]NodeContainer, error) {
+	out, err := exec.CommandContext(ctx, "docker", "ps", "--no-trunc", "--filter", "label="+clusterLabel+"="+c.Name,
+		"--format", "{{.ID}}\t{{.Names}}\t{{.Label \""+roleLabel+"\"}}").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("listing the nodes of cluster %s: %s", c.Name, firstLine(out, err))
+	}
+	var all []NodeContainer
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) == 3 {
+			all = append(all, NodeContainer{ID: f[0], Name: f[1], Role: f[2]})
+		}
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("cluster %s has no running nodes", c.Name)
+	}
+	return podNodes(all, func(n NodeContainer) string { return n.Role }), nil
 }
 
 // LoadArchive imports a docker-archive file into the node's containerd.
