@@ -57,6 +57,7 @@ spec:
 		t.Errorf("devctl run said why the job waits %d times, want once", said)
 	}
 	contains(t, "devctl run's output", r.out, "state Running -> Waiting", "worker-0..1, ps-0: cannot pull example.com/nobody/has-it:v1",
+		"example.com/nobody/has-it:v1 is not in the local Docker engine either: docker build it",
 		"deleted tfjob/given-up (--rm)", "error: tfjob/given-up waited 20s on ImagePullBackOff")
 
 	// The job itself, as kubectl shows it: Waiting, and the condition written once while the

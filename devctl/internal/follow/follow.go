@@ -70,6 +70,9 @@ type Options struct {
 	// PendingTimeout, when set, is how long the job may stay Waiting (on a reason its user must
 	// act on: an image no one can pull, no node that fits) before Follow gives up on it.
 	PendingTimeout time.Duration
+	// WaitingHint, when set, says what to do about the reason a job waits (its Running
+	// condition); "" when it has nothing to add. Its line follows the reason's.
+	WaitingHint func(c metav1.Condition) string
 }
 
 // Result is how following ended.
@@ -290,8 +293,15 @@ const waitSettle = 1500 * time.Millisecond
 
 // sayWaiting says why the job waits, if that is yet to be said.
 func (f *follower) sayWaiting() {
-	if line := f.jobs.sayWaiting(); line != "" {
-		f.state(f.o.Printer.JobLabel(), "%s", line)
+	line := f.jobs.sayWaiting()
+	if line == "" {
+		return
+	}
+	f.state(f.o.Printer.JobLabel(), "%s", line)
+	if c := Condition(f.res.Job, v1beta1.JobRunning); c != nil && f.o.WaitingHint != nil {
+		if hint := f.o.WaitingHint(*c); hint != "" {
+			f.state(f.o.Printer.JobLabel(), "%s", hint)
+		}
 	}
 }
 

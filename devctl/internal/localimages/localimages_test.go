@@ -322,3 +322,23 @@ func TestMemory(t *testing.T) {
 		t.Error("a memory that does not read is not empty")
 	}
 }
+
+// A job that waits on an image the engine lacks too gets told to build or pull it there; one
+// the engine holds, or a wait on something else, gets nothing.
+func TestWaitingHint(t *testing.T) {
+	fakeDocker(t, map[string]string{"docker.io/library/my-trainer:v1": "sha256:" + strings.Repeat("1", 64)}, false)
+	absent := "worker-0..1: cannot pull example.com/absent:v1: failed to pull and unpack image \"example.com/absent:v1\": not found"
+	if got := WaitingHint("ImagePullBackOff", absent); !strings.HasPrefix(got, "example.com/absent:v1 is not in the local Docker engine either: docker build it") {
+		t.Errorf("absent image: hint %q", got)
+	}
+	never := `worker-0: Container image "example.com/absent:v1" is not present with pull policy of Never`
+	if got := WaitingHint("ErrImageNeverPull", never); !strings.Contains(got, "devctl load example.com/absent:v1") {
+		t.Errorf("never-pull of an absent image: hint %q", got)
+	}
+	if got := WaitingHint("ImagePullBackOff", "worker-0: cannot pull my-trainer:v1: not found"); got != "" {
+		t.Errorf("an image the engine holds: hint %q", got)
+	}
+	if got := WaitingHint("Unschedulable", "worker-0: cannot be scheduled: 0/1 nodes are available"); got != "" {
+		t.Errorf("a wait on no image: hint %q", got)
+	}
+}
