@@ -22,6 +22,8 @@ type memory struct {
 	refusal backoff
 	// resolved is the job's checked cluster, as of one generation of its spec (cluster.go).
 	resolved *resolved
+	// mounts is what the job's FailedMount events said when last read (mounts.go).
+	mounts mountChecks
 	// unreadable is what was said of the job while it cannot be decoded whole, and counted the
 	// labels it is counted under in the mlkube_jobs_unreadable gauge (unreadable.go).
 	unreadable string

@@ -248,7 +248,15 @@ func (e *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		clearRefusal(status, now)
 	}
 
-	summarize(e.Framework.Kind().Container, groups, replicas, status, cleaning, now)
+	var mounts map[types.UID]stuck
+	if !finished(status) {
+		var lookAgain time.Duration
+		if mounts, lookAgain, err = e.mountFailures(ctx, job.GetNamespace(), mem, replicas, now.Time); err != nil {
+			return reconcile.Result{}, err
+		}
+		result.RequeueAfter = soonest(result.RequeueAfter, lookAgain)
+	}
+	summarize(e.Framework.Kind().Container, groups, replicas, status, cleaning, mounts, now)
 	// Until the cache shows every pod and service this process created, the status would be
 	// written from a partial view, and written again moments later: the status worth writing
 	// comes with the reconciles their watch events bring, a few milliseconds later.

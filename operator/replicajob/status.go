@@ -30,7 +30,9 @@ func replicaStatus(status *v1beta1.JobStatus, typ string) *v1beta1.ReplicaStatus
 }
 
 // summarize recomputes the counts, phase and progress conditions from the replicas as observed.
-func summarize(container string, groups []Replica, replicas []*replica, status *v1beta1.JobStatus, cleaning bool, now metav1.Time) {
+//
+// mounts says why pods that the pod status alone does not explain wait (mounts.go), by UID.
+func summarize(container string, groups []Replica, replicas []*replica, status *v1beta1.JobStatus, cleaning bool, mounts map[types.UID]stuck, now metav1.Time) {
 	// Keep only the entries of types the spec has, in spec order, with fresh counts.
 	var fresh []v1beta1.ReplicaStatus
 	before := map[string]int32{}
@@ -65,7 +67,11 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 			rs.Pending++
 			allRunning = false
 			waiting = append(waiting, r.name+" ("+waitingReason(r.pod)+")")
-			if why := whyStuck(r.pod); why.Reason != "" {
+			why := whyStuck(r.pod)
+			if why.Reason == "" {
+				why = mounts[r.pod.UID]
+			}
+			if why.Reason != "" {
 				stuckOnes.add(why, r.group.Type, r.index)
 			}
 		case r.verdict.Outcome == Running:

@@ -46,7 +46,7 @@ func (e *Reconciler) holdSuspended(ctx context.Context, job, base ctrl.Object, w
 	}
 	first := !meta.IsStatusConditionTrue(status.Conditions, v1beta1.JobSuspended) ||
 		meta.FindStatusCondition(status.Conditions, v1beta1.JobSuspended).Reason != "Suspended"
-	summarize(container, groups, kept, status, false, now)
+	summarize(container, groups, kept, status, false, nil, now)
 	status.StartTime = nil
 	status.Phase = v1beta1.JobPhaseSuspended
 	setCondition(status, v1beta1.JobSuspended, metav1.ConditionTrue, "Suspended",
