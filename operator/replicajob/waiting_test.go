@@ -2,13 +2,17 @@ package replicajob_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	toolsevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -60,6 +64,10 @@ func TestWaitingJobSaysWhy(t *testing.T) {
 		return nil
 	})
 	waitEvent(t, ns, "pull", "ImagePullBackOff", want)
+	// kubectl get's columns, as the apiserver prints them: the state, and with -o wide the reason.
+	if cells := tableRow(t, ns, "tfjobs", "pull"); cells["State"] != "Waiting" || cells["Reason"] != "ImagePullBackOff" {
+		t.Errorf("kubectl get tfjob pull -o wide shows %v, want State Waiting and Reason ImagePullBackOff", cells)
+	}
 
 	kl.Running(names...)
 	waitJob(t, ns, "pull", "running once the image is there", inState(v1beta1.JobStateRunning, v1beta1.JobPhaseRunning))
@@ -123,4 +131,33 @@ func TestWaitingIsWrittenOnceNotPerRetry(t *testing.T) {
 	if want := "worker-0: cannot pull example.com/my-trainer:v1: " + pullError + `; worker-1: secret "token" not found`; c1.Message != want {
 		t.Errorf("message %q, want %q", c1.Message, want)
 	}
+}
+
+// tableRow is a job's row as kubectl get prints it (the apiserver's Table), by column name.
+func tableRow(t *testing.T, ns, plural, name string) map[string]any {
+	t.Helper()
+	rc, err := rest.RESTClientFor(restConfigFor(cfg))
+	must(t, err)
+	raw, err := rc.Get().AbsPath("/apis", v1beta1.GroupVersion.Group, v1beta1.GroupVersion.Version, "namespaces", ns, plural, name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	must(t, err)
+	var table metav1.Table
+	must(t, json.Unmarshal(raw, &table))
+	if len(table.Rows) != 1 {
+		t.Fatalf("%d rows for %s/%s", len(table.Rows), plural, name)
+	}
+	cells := map[string]any{}
+	for i, c := range table.ColumnDefinitions {
+		cells[c.Name] = table.Rows[0].Cells[i]
+	}
+	return cells
+}
+
+// restConfigFor is c set up for a plain REST client.
+func restConfigFor(c *rest.Config) *rest.Config {
+	out := rest.CopyConfig(c)
+	out.GroupVersion = &v1beta1.GroupVersion
+	out.APIPath = "/apis"
+	out.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return out
 }
