@@ -34,7 +34,7 @@ type mountChecks struct {
 // has been creating that long.
 func (e *Reconciler) mountFailures(ctx context.Context, ns string, mem *memory, replicas []*replica, now time.Time) (map[types.UID]stuck, time.Duration, error) {
 	creating, ours := map[types.UID]bool{}, map[types.UID]bool{}
-	var soonest time.Duration
+	var next time.Duration
 	for _, r := range replicas {
 		if r.pod == nil || r.verdict.Outcome != Pending {
 			continue
@@ -45,13 +45,13 @@ func (e *Reconciler) mountFailures(ctx context.Context, ns string, mem *memory, 
 			continue
 		}
 		if left := mountGrace - now.Sub(since); left > 0 {
-			soonest = soonestOf(soonest, left)
+			next = soonest(next, left)
 			continue
 		}
 		creating[r.pod.UID] = true
 	}
 	if len(creating) == 0 {
-		return nil, soonest, nil
+		return nil, next, nil
 	}
 	if now.Sub(mem.mounts.at) >= mountRecheck {
 		var list eventsv1.EventList
@@ -76,7 +76,8 @@ func (e *Reconciler) mountFailures(ctx context.Context, ns string, mem *memory, 
 			why[uid] = s
 		}
 	}
-	return why, soonestOf(soonest, mountRecheck-now.Sub(mem.mounts.at)), nil
+	// The events were read at most mountRecheck ago (just now, when they were due).
+	return why, soonest(next, mountRecheck-now.Sub(mem.mounts.at)), nil
 }
 
 // creatingSince is when a pod that is creating its containers was scheduled; ok is false for a
@@ -106,11 +107,4 @@ func eventTime(ev *eventsv1.Event) time.Time {
 		return ev.DeprecatedLastTimestamp.Time
 	}
 	return ev.CreationTimestamp.Time
-}
-
-func soonestOf(a, b time.Duration) time.Duration {
-	if b <= 0 {
-		return a
-	}
-	return soonest(a, b)
 }

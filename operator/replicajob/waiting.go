@@ -27,9 +27,9 @@ type stuck struct {
 	Reason, Message string
 }
 
-// pullReasons are the kubelet's words for an image it could not pull, at the pull and in the
-// back-off that follows: one reason to a user.
-var pullReasons = map[string]bool{
+// PullReasons are the kubelet's words for an image it could not pull, at the pull and in the
+// back-off that follows: one reason to a user (devctl's replica lines leave them to the job's).
+var PullReasons = map[string]bool{
 	"ErrImagePull": true, "ImagePullBackOff": true, "RegistryUnavailable": true, "SignatureValidationFailed": true,
 }
 
@@ -52,7 +52,7 @@ func whyStuck(pod *corev1.Pod) stuck {
 		if w == nil || onItsWay[w.Reason] {
 			continue
 		}
-		if pullReasons[w.Reason] {
+		if PullReasons[w.Reason] {
 			detail := strings.TrimSpace(backOffPull.ReplaceAllString(w.Message, ""))
 			msg := "cannot pull " + cs.Image
 			if detail != "" {

@@ -66,10 +66,10 @@ func (s State) started() bool {
 // worth a line.
 var quietWaits = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
 
-// jobSaysWhy are the waits the operator says once for the whole job, in its Running condition
-// ("worker-0..3, ps-0..1: cannot pull ..."): a line for each replica at each of the kubelet's
-// retries (ErrImagePull, ImagePullBackOff, ErrImagePull, ...) would say the same many times.
-var jobSaysWhy = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
+// The waits the operator says once for the whole job in its Running condition ("worker-0..3,
+// ps-0..1: cannot pull ...", replicajob.PullReasons) get no replica line: one for each replica
+// at each of the kubelet's retries (ErrImagePull, ImagePullBackOff, ...) would say the same
+// many times.
 
 func exitDetail(t *corev1.ContainerStateTerminated) string {
 	d := fmt.Sprintf("exit code %d", t.ExitCode)
@@ -105,7 +105,7 @@ func PodState(pod *corev1.Pod) State {
 		s.Phase, s.Detail = Failed, joinNonEmpty(": ", pod.Status.Reason, pod.Status.Message)
 	default:
 		s.Phase = Pending
-		if w := waitingOf(cs); w != nil && !quietWaits[w.Reason] && !jobSaysWhy[w.Reason] {
+		if w := waitingOf(cs); w != nil && !quietWaits[w.Reason] && !replicajob.PullReasons[w.Reason] {
 			// The reason alone: its words are the job's Running condition's, said once, and a
 			// back-off's count-down would make a line of every retry.
 			s.Detail = w.Reason
