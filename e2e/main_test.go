@@ -89,6 +89,10 @@ func down() error {
 	if err != nil {
 		return err
 	}
+	// The registry serves other clusters: down keeps it, with what was pushed, and says so.
+	if !strings.Contains(out, "Kept the local registry localhost:5001 and its ") {
+		return fmt.Errorf("devctl down did not say what became of the local registry")
+	}
 	clusters, err := kindcluster.NewProvider().List()
 	if err != nil {
 		return err

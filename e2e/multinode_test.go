@@ -174,7 +174,51 @@ func TestAcrossNodes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a trainer pushed to the local registry, pulled by every worker", func(t *testing.T) { pulledFromRegistry(t, c, workers, devctlMulti) })
 	t.Run("GPU nodes that disagree", func(t *testing.T) { gpuNodesThatDisagree(t, c, cs, workers) })
+}
+
+// pulledFromRegistry pushes a trainer of the user's to the local registry and runs the distributed
+// sample on it: each worker pulls the image from localhost:5001 (the tag is gone from the local
+// engine, so devctl run has nothing to load), and the job succeeds.
+func pulledFromRegistry(t *testing.T, c client.Client, workers []string, devctlMulti func(...string) (string, time.Duration, error)) {
+	ctx := context.Background()
+	id := buildOwnImage(t, t.TempDir())
+	pushed := "localhost:5001/mlkube-e2e/my-trainer:" + short(id)
+	for _, args := range [][]string{{"tag", ownImage, pushed}, {"push", pushed}, {"rmi", pushed}} {
+		if out, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ns := "e2e-nodes-registry"
+	must(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	data, err := os.ReadFile("../samples/tfjob-distributed.yaml")
+	must(t, err)
+	text := strings.ReplaceAll(string(data), "image: mlkube/trainer:dev", "image: "+pushed)
+	text = strings.ReplaceAll(text, "--step-delay=100ms", "--step-delay=20ms")
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	must(t, os.WriteFile(path, []byte(text), 0o644))
+	out, _, err := devctlMulti("run", path, "-n", ns)
+	if err != nil {
+		t.Fatalf("devctl run of a job on %s: %v", pushed, err)
+	}
+	if strings.Contains(out, "Loading images") {
+		t.Errorf("devctl run loaded images, where the nodes were to pull them:\n%s", out)
+	}
+	// The kubelet of each worker says it pulled the image: from the registry, as nothing else has it.
+	var events corev1.EventList
+	must(t, c.List(ctx, &events, client.InNamespace(ns)))
+	pulledOn := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Reason == "Pulled" && strings.Contains(e.Message, `Successfully pulled image "`+pushed+`"`) {
+			pulledOn[e.Source.Host] = true
+		}
+	}
+	for _, w := range workers {
+		if !pulledOn[w] {
+			t.Errorf("worker %s did not pull %s (pulled on %v)", w, pushed, slices.Sorted(maps.Keys(pulledOn)))
+		}
+	}
 }
 
 // gpuNodesThatDisagree gives each worker the fake driver at another place (Debian's layout on

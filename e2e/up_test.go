@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -99,6 +100,7 @@ func TestUp(t *testing.T) {
 		}
 	}
 	t.Logf("devctl up: cold %.1fs, warm %.1fs", cold.Seconds(), warm.Seconds())
+	t.Run("the local registry", func(t *testing.T) { localRegistry(t, c) })
 
 	timing("devctl up, cold (no cluster)", cold)
 	timing("devctl up, warm (nothing changed)", warm)
@@ -119,7 +121,39 @@ func TestUp(t *testing.T) {
 	}
 	// Every kind counted (devctl status ranges over the table of kinds), each label in a column.
 	matches(t, "devctl status", out, regexp.QuoteMeta(name), `(?m)^Nodes +\S+ +Ready `, `(?m)^Operator +Available`, `(?m)^TfJob CRD +established`,
-		fmt.Sprintf(`(?m)^TfJobs +.*\b%d Succeeded`, succeeded), `(?m)^MXJobs +(none|\d+ )`, `(?m)^PyTorchJobs +(none|\d+ )`)
+		fmt.Sprintf(`(?m)^TfJobs +.*\b%d Succeeded`, succeeded), `(?m)^MXJobs +(none|\d+ )`, `(?m)^PyTorchJobs +(none|\d+ )`,
+		`(?m)^Registry +localhost:5001: running \(mlkube/registry:v3\.1\.2-[0-9a-f]{12}\), \d+ repositor(y|ies): `)
+}
+
+// localRegistry: the first up ran the registry and announced it; what is pushed to it outlives
+// its container, and an up that finds the container gone starts it again on the same images.
+func localRegistry(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	if !strings.Contains(coldUp, "Registry localhost:5001 ") || !strings.Contains(coldUp, "every node pulls from it") {
+		t.Errorf("cold devctl up: no line of the local registry in\n%s", coldUp)
+	}
+	var cm corev1.ConfigMap
+	must(t, c.Get(ctx, types.NamespacedName{Namespace: "kube-public", Name: "local-registry-hosting"}, &cm))
+	if !strings.Contains(cm.Data["localRegistryHosting.v1"], `host: "localhost:5001"`) {
+		t.Errorf("local-registry-hosting: %v", cm.Data)
+	}
+	// An image of nothing, under a name no other run uses.
+	repo := fmt.Sprintf("localhost:5001/mlkube-e2e/kept-%d", time.Now().UnixNano())
+	if out, err := exec.Command("sh", "-c", `tar -cf - --files-from /dev/null | docker import - "$1" && docker push "$1"`, "push", repo+":v1").CombinedOutput(); err != nil {
+		t.Fatalf("pushing %s: %v\n%s", repo, err, out)
+	}
+	if out, err := exec.Command("docker", "rm", "-f", "mlkube-registry").CombinedOutput(); err != nil {
+		t.Fatalf("docker rm -f mlkube-registry: %v\n%s", err, out)
+	}
+	out, _, err := run(t, "up", "--name", name)
+	if err != nil {
+		t.Fatalf("devctl up with the registry container gone: %v", err)
+	}
+	contains(t, "devctl up with the registry container gone", out, "Registry localhost:5001 started, holding ")
+	catalog, err := exec.Command("curl", "-sf", "http://localhost:5001/v2/_catalog?n=1000").Output()
+	if err != nil || !strings.Contains(string(catalog), strings.TrimPrefix(repo, "localhost:5001/")) {
+		t.Errorf("after the registry came back, its catalog (%v): %s; want %s in it", err, catalog, repo)
+	}
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds Kubernetes programs from Go modules (never downloaded binaries), at the versions that
-# hack/kubernetes/go.mod, hack/coredns/go.mod and hack/flannel*/go.mod pin, into a cache outside
-# the clone:
+# Builds Kubernetes programs, and the registry devctl runs beside the nodes, from Go modules (never
+# downloaded binaries), at the versions that hack/kubernetes/go.mod, hack/coredns/go.mod,
+# hack/flannel*/go.mod and hack/registry/go.mod pin, into a cache outside the clone:
 #   hack/build-kubernetes.sh kube-apiserver etcd kubectl
 # prints one absolute path per program, in order. A program already built at its version is
 # reused, so a fresh clone on a machine that built them once pays nothing. While one builds
@@ -22,6 +22,7 @@ locate() {
     etcd) echo "kubernetes go.etcd.io/etcd/server/v3 $(pinned kubernetes go.etcd.io/etcd/server/v3)" ;;
     coredns) echo "coredns github.com/coredns/coredns $(pinned coredns github.com/coredns/coredns)" ;;
     flanneld) echo "flannel github.com/flannel-io/flannel $(pinned flannel github.com/flannel-io/flannel)" ;;
+    registry) echo "registry github.com/distribution/distribution/v3/cmd/registry $(pinned registry github.com/distribution/distribution/v3)" ;;
     flannel-cni) echo "flannel-cni github.com/containernetworking/plugins/plugins/meta/flannel $(pinned flannel-cni github.com/containernetworking/plugins)" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubelet|kubeadm|kubectl)
       echo "kubernetes k8s.io/kubernetes/cmd/$1 $k8s_version" ;;

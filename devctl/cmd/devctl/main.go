@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mlkube/mlkube/devctl/internal/commands"
+	"github.com/mlkube/mlkube/devctl/internal/registry"
 )
 
 func main() {
@@ -275,6 +276,7 @@ Nothing is sent to a cluster.`,
 
 func upCommand() *cobra.Command {
 	opts := commands.UpOptions{Name: commands.DefaultName, Wait: 5 * time.Minute}
+	withRegistry := true
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Create the cluster (if needed) and install the operator built from source",
@@ -292,7 +294,17 @@ applies the CRDs, RBAC and Deployment with server-side apply, and waits until th
 available. Every step prints what it does and its duration, and is skipped when already done: an
 image is built only when the hash of its sources names no image the nodes hold, so on an existing
 cluster with unchanged source up builds nothing and only checks. It leaves kubectl on the
-cluster's context (kind-<name>).`,
+cluster's context (kind-<name>).
+
+It also runs a local image registry that the host and every node reach at localhost:5001: CNCF
+Distribution's registry, built from Go modules (about two minutes the first time, cached after),
+in the container mlkube-registry on kind's Docker network, its images in the Docker volume
+mlkube-registry-data. Push to it (docker push localhost:5001/my-trainer:v1) and name that image in
+a job; every node pulls it from there. The nodes learn the name from containerd's hosts.toml, and
+tools that build for the cluster (Tilt, Skaffold, ctlptl) from the ConfigMap
+kube-public/local-registry-hosting. One registry serves every devctl cluster; its images outlive
+up, a new build of the registry, and down (devctl down --registry deletes them). --registry=false
+leaves it out.`,
 		Example: `  # a cluster named mlkube from clusters/kind.yaml, on the offline node image
   devctl up
 
@@ -304,9 +316,13 @@ cluster's context (kind-<name>).`,
 
   # one control plane and two workers, the pod network flannel (host-gw), to spread a job's
   # replicas over nodes
-  devctl up --name multi --workers 2`,
+  devctl up --name multi --workers 2
+
+  # your trainer through the local registry, pulled by every node
+  docker build -t localhost:5001/my-trainer:v1 . && docker push localhost:5001/my-trainer:v1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.NoRegistry = !withRegistry
 			return commands.Up(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
 		},
 	}
@@ -315,25 +331,35 @@ cluster's context (kind-<name>).`,
 	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's (default: mlkube's offline node image, built when missing)")
 	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "create the cluster with one control plane and this many worker nodes, networked by flannel, in place of --config (0: the config's nodes, one by default)")
 	cmd.Flags().DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the control plane, then for the operator")
+	cmd.Flags().BoolVar(&withRegistry, "registry", true, "run the local registry at localhost:5001 and make the nodes pull from it (--registry=false: none)")
 	return cmd
 }
 
 func downCommand() *cobra.Command {
 	name := commands.DefaultName
+	withRegistry := false
 	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Delete the cluster and its kubeconfig context",
 		Long: `Down deletes the kind cluster (its node containers, with everything that ran in it) and
 removes the kind-<name> context, cluster and user that kind wrote to your kubeconfig. When there
-is no such cluster it says so and succeeds.`,
+is no such cluster it says so and succeeds.
+
+The local registry at localhost:5001 serves every devctl cluster, so down keeps it running with
+the images pushed to it, and says so: the next devctl up finds them there. --registry deletes it
+as well, its container and the volume with its images.`,
 		Example: `  devctl down
-  devctl down --name experiment`,
+  devctl down --name experiment
+
+  # the cluster, and the local registry with every image pushed to it
+  devctl down --registry`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return commands.Down(cmd.Context(), name, cmd.ErrOrStderr())
+			return commands.Down(cmd.Context(), name, withRegistry, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", name, "name of the kind cluster")
+	cmd.Flags().BoolVar(&withRegistry, "registry", false, "also delete the local registry (container "+registry.Container+") and every image pushed to it")
 	return cmd
 }
 

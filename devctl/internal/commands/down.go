@@ -9,6 +9,7 @@ import (
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
@@ -16,8 +17,9 @@ import (
 const DefaultName = "mlkube"
 
 // Down deletes the cluster and the kubeconfig context kind wrote for it; no such cluster is not
-// an error, only said.
-func Down(ctx context.Context, name string, status io.Writer) error {
+// an error, only said. The local registry serves every cluster and keeps its images for the next
+// one; with withRegistry it goes too, its images with it. Either way Down says what it did.
+func Down(ctx context.Context, name string, withRegistry bool, status io.Writer) error {
 	r := steps.Runner{Out: status}
 	return r.Run(ctx,
 		steps.Step{Name: "Checking Docker", Run: func(ctx context.Context) error {
@@ -41,6 +43,28 @@ func Down(ctx context.Context, name string, status io.Writer) error {
 				return steps.Done("No cluster %s to delete", name)
 			}
 			return steps.Done("Deleted cluster %s and kubeconfig context %s", name, c.Context())
+		}},
+		steps.Step{Name: "The local registry " + registry.Host, Run: func(ctx context.Context) error {
+			if withRegistry {
+				container, volume, err := registry.Remove(ctx, true)
+				switch {
+				case err != nil:
+					return err
+				case !container && !volume:
+					return steps.Done("No local registry to delete")
+				}
+				return steps.Done("Deleted the local registry %s: its container %s and its images (volume %s)", registry.Host, registry.Container, registry.Volume)
+			}
+			r, err := registry.Look(ctx)
+			switch {
+			case err != nil:
+				return err
+			case !r.Exists:
+				return steps.Done("No local registry (devctl up runs one)")
+			case r.Repositories == nil:
+				return steps.Done("Kept the local registry %s and its images, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host)
+			}
+			return steps.Done("Kept the local registry %s and its %s, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host, repositories(len(r.Repositories)))
 		}},
 	)
 }

@@ -66,6 +66,7 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	fmt.Fprintf(w, "Operator\t%s\n", operatorHealth(ctx, kube))
 	fmt.Fprintf(w, "nodeprobe\t%s\n", nodeprobeHealth(ctx, kube))
 	fmt.Fprintf(w, "GPUs\t%s\n", gpuHealth(ctx, kube, nodes.Items))
+	fmt.Fprintf(w, "Registry\t%s\n", registryLine(ctx))
 	crdLine, served := crdHealth(ctx, kube)
 	fmt.Fprintf(w, "TfJob CRD\t%s\n", crdLine)
 	writeJobs(ctx, w, kube, served)

@@ -18,6 +18,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/manifests"
+	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/config"
 )
@@ -35,6 +36,8 @@ type UpOptions struct {
 	Workers int
 	// Wait bounds each wait: for the control plane, the operator, nodeprobe.
 	Wait time.Duration
+	// NoRegistry leaves out the local registry (package registry).
+	NoRegistry bool
 }
 
 // Up makes sure a kind cluster runs with the operator and nodeprobe built from the checkout's
@@ -49,20 +52,24 @@ func Up(ctx context.Context, opts UpOptions, status, out io.Writer) error {
 	}
 	u := &up{opts: opts, root: root, cluster: kindcluster.New(opts.Name, kindcmd.NewLogger()), ctx: ctx}
 	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
-	err = r.Run(ctx,
-		steps.Step{Name: "Checking Docker", Run: u.checkDocker},
-		steps.Step{Name: "Choosing the node image", Run: u.chooseNodeImage},
+	all := []steps.Step{
+		{Name: "Checking Docker", Run: u.checkDocker},
+		{Name: "Choosing the node image", Run: u.chooseNodeImage},
 		// kind draws its own progress while it creates the cluster.
-		steps.Step{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
-		steps.Step{Name: "Building images", Run: u.buildImages},
-		steps.Step{Name: "Loading images into the nodes", Run: u.loadImages},
-		steps.Step{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.operator }, u.applyOperator)},
-		steps.Step{Name: "Waiting for the operator", Run: u.waitOperator},
+		{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
+		{Name: "Building images", Run: u.buildImages},
+		{Name: "Loading images into the nodes", Run: u.loadImages},
+		{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.operator }, u.applyOperator)},
+		{Name: "Waiting for the operator", Run: u.waitOperator},
 		// nodeprobe after the operator: its manifests need the operator's namespace and the
 		// accelerator ConfigMap it fills.
-		steps.Step{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.nodeprobe }, u.applyNodeprobe)},
-		steps.Step{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
-	)
+		{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.nodeprobe }, u.applyNodeprobe)},
+		{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
+	}
+	if !opts.NoRegistry {
+		all = append(all, steps.Step{Name: "Running the local registry " + registry.Host, Run: u.runRegistry})
+	}
+	err = r.Run(ctx, all...)
 	if err != nil {
 		return err
 	}
@@ -92,6 +99,8 @@ type up struct {
 	applied *earlyApply
 	// stopLoad ends the early load's context once it is done.
 	stopLoad context.CancelFunc
+	// registry is the local registry's image, readied from the start (up_registry.go).
+	registry *registryImage
 }
 
 func (u *up) checkDocker(ctx context.Context) error {
@@ -100,6 +109,9 @@ func (u *up) checkDocker(ctx context.Context) error {
 		return err
 	}
 	u.engine = engine
+	if !u.opts.NoRegistry {
+		u.readyRegistryImage()
+	}
 	return steps.Done("Docker %s answers", engine.Version)
 }
 
@@ -129,6 +141,11 @@ func (u *up) createCluster(ctx context.Context) error {
 	cfg, from, err := u.config()
 	if err != nil {
 		return err
+	}
+	if !u.opts.NoRegistry {
+		if cfg, err = registry.KindConfig(cfg); err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
 	}
 	u.buildEarly(u.ctx)
 	lctx, stopLoad := context.WithCancel(u.ctx)

@@ -1,14 +1,11 @@
 package commands
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
+	"github.com/mlkube/mlkube/devctl/internal/scripts"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
@@ -44,41 +41,16 @@ func (u *up) chooseNodeImage(ctx context.Context) error {
 // progress lines become the step's.
 func buildNodeImage(ctx context.Context, root string, p *steps.Progress) (string, error) {
 	task := p.Start("building or finding the offline node image (the first build takes 20-40 minutes on 2 cores)")
-	cmd := exec.CommandContext(ctx, filepath.Join(root, nodeImageScript))
-	cmd.Dir = root
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return "", err
-	}
-	var out strings.Builder
-	cmd.Stdout = &out
-	if err := cmd.Start(); err != nil {
-		task.Fail()
-		return "", fmt.Errorf("running %s: %w", nodeImageScript, err)
-	}
-	var last []string // the script's last words, for an error
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		line := strings.TrimSpace(lines.Text())
-		if line == "" {
-			continue
-		}
+	tag, err := scripts.Run(ctx, root, nodeImageScript, nil, func(line string) {
 		task.Doing(line)
 		if strings.HasPrefix(line, "== ") {
 			p.Printf("%s", strings.TrimPrefix(line, "== "))
 		}
-		last = append(last[max(0, len(last)-9):], line)
-	}
-	if err := cmd.Wait(); err != nil {
+	})
+	if err != nil {
 		task.Fail()
-		return "", fmt.Errorf("%s failed (%w); its last lines:\n  %s\ngive a node image with --image to skip the build", nodeImageScript, err, strings.Join(last, "\n  "))
+		return "", fmt.Errorf("%w\ngive a node image with --image to skip the build", err)
 	}
-	fields := strings.Fields(out.String())
-	if len(fields) == 0 {
-		task.Fail()
-		return "", errors.New(nodeImageScript + " printed no image tag")
-	}
-	tag := fields[len(fields)-1]
 	task.Done("node image %s", tag)
 	return tag, nil
 }

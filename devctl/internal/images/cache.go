@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -104,6 +105,13 @@ func (c Cache) LoadImage(img Image, key string) (*Built, bool) {
 	}
 	digest, err := kept.Digest()
 	if err != nil || !strings.HasPrefix(digest.Hex, ref.TagStr()) {
+		return nil, false
+	}
+	// The image is read from the file when it is written out, later: marked as the newest, the
+	// file outlives the pruning that storing other images does meanwhile (pruneImages keeps the
+	// newest), as it did not when it was among the oldest.
+	now := time.Now()
+	if err := os.Chtimes(c.path(key)+imageSuffix, now, now); err != nil {
 		return nil, false
 	}
 	return &Built{Image: img, Ref: ref, Img: kept}, true

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -243,5 +244,29 @@ func TestCacheKeepsTheImagesThemselves(t *testing.T) {
 	must(t, err)
 	if len(kept) != imagesKeep {
 		t.Errorf("the cache keeps %d images, want %d", len(kept), imagesKeep)
+	}
+}
+
+// An image taken from the cache is read from its file later, when it is written out: storing
+// other images meanwhile (a build of another of ours, in the same devctl up) must not prune the
+// file from under it, even where it was the oldest.
+func TestAnImageTakenFromTheCacheOutlivesThePruning(t *testing.T) {
+	c := Cache{Dir: filepath.Join(t.TempDir(), "images")}
+	b, err := Assemble(app, []byte("a binary"), runtime.GOARCH)
+	must(t, err)
+	must(t, c.Store("taken", b.Ref))
+	must(t, c.StoreImage("taken", b))
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(filepath.Join(c.Dir, "taken"+imageSuffix), old, old))
+	for i := range imagesKeep - 1 {
+		must(t, c.StoreImage(fmt.Sprintf("before%02d", i), b))
+	}
+	got, ok := c.LoadImage(app, "taken")
+	if !ok {
+		t.Fatal("the kept image was not found")
+	}
+	must(t, c.StoreImage("after", b))
+	if err := WriteArchive(io.Discard, got); err != nil {
+		t.Errorf("writing out the image taken from the cache, after another was stored: %v", err)
 	}
 }

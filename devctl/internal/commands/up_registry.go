@@ -1,0 +1,153 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/devctl/internal/registry"
+	"github.com/mlkube/mlkube/devctl/internal/steps"
+)
+
+// registryImage is the registry's image as it is readied while up does the rest: on a cold
+// machine its build takes a minute or two, which then overlaps the cluster's creation.
+type registryImage struct {
+	done chan struct{}
+	ref  string
+	err  error
+	mu   sync.Mutex
+	// doing is what the build said last, for the step's progress.
+	doing string
+}
+
+// readyRegistryImage starts readying the registry's image.
+func (u *up) readyRegistryImage() {
+	r := &registryImage{done: make(chan struct{})}
+	u.registry = r
+	go func() {
+		defer close(r.done)
+		r.ref, r.err = registry.Image(u.ctx, u.root, u.engine.Arch, func(doing string) {
+			r.mu.Lock()
+			r.doing = doing
+			r.mu.Unlock()
+		})
+	}()
+}
+
+// runRegistry runs the local registry (package registry) and makes the cluster's nodes pull
+// localhost:5001 from it.
+func (u *up) runRegistry(ctx context.Context) error {
+	p := steps.From(ctx)
+	task := p.Start("readying the registry's image")
+	select {
+	case <-u.registry.done:
+	default:
+		u.registry.mu.Lock()
+		task.Doing(u.registry.doing)
+		u.registry.mu.Unlock()
+		<-u.registry.done
+	}
+	if u.registry.err != nil {
+		task.Fail()
+		return u.registry.err
+	}
+	task.Done("%s", u.registry.ref)
+	state, err := registry.Ensure(ctx, u.registry.ref)
+	if err != nil {
+		return fmt.Errorf("%w\n(devctl up --registry=false makes the cluster without a local registry)", err)
+	}
+	if err := registry.Connect(ctx); err != nil {
+		return err
+	}
+	all, err := u.cluster.Nodes()
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, n := range all {
+		wg.Go(func() { errs[i] = registry.Configure(n) })
+	}
+	wg.Wait()
+	stale := false
+	for i, err := range errs {
+		if errors.Is(err, registry.ErrNoConfigPath) {
+			stale, errs[i] = true, nil
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := u.announceRegistry(ctx); err != nil {
+		return err
+	}
+	held := ""
+	if repos, err := registry.Catalog(ctx); err == nil {
+		held = ", holding " + repositories(len(repos))
+	}
+	if stale {
+		return steps.Done("Registry %s %s%s; but cluster %s was made before devctl ran a registry and its nodes cannot pull from it: make it again to use it (devctl down --name %[4]s, then devctl up --name %[4]s)", registry.Host, state, held, u.opts.Name)
+	}
+	return steps.Done("Registry %s %s%s; every node pulls from it", registry.Host, state, held)
+}
+
+// announceRegistry writes KEP-1755's ConfigMap into the cluster.
+func (u *up) announceRegistry(ctx context.Context) error {
+	if u.kube == nil {
+		kube, err := connect(u.cluster)
+		if err != nil {
+			return err
+		}
+		u.kube = kube
+	}
+	want := registry.HostingConfigMap()
+	err := u.kube.Create(ctx, want)
+	if apierrors.IsAlreadyExists(err) {
+		have := want.DeepCopy()
+		if err = u.kube.Get(ctx, client.ObjectKeyFromObject(want), have); err == nil && !maps.Equal(have.Data, want.Data) {
+			have.Data = want.Data
+			err = u.kube.Update(ctx, have)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing the ConfigMap kube-public/%s that announces the registry: %w", want.Name, err)
+	}
+	return nil
+}
+
+// registryLine is the registry's line of devctl status.
+func registryLine(ctx context.Context) string {
+	r, err := registry.Look(ctx)
+	switch {
+	case err != nil:
+		return "cannot tell: " + err.Error()
+	case !r.Exists:
+		return "none (devctl up runs one at " + registry.Host + ")"
+	case !r.Running:
+		return fmt.Sprintf("%s: container %s stopped (devctl up starts it again; its images are kept)", registry.Host, registry.Container)
+	case r.Err != nil:
+		return fmt.Sprintf("%s: running, but %v", registry.Host, r.Err)
+	case len(r.Repositories) == 0:
+		return fmt.Sprintf("%s: running (%s), empty: docker push %s/NAME:TAG", registry.Host, r.Image, registry.Host)
+	}
+	shown := r.Repositories
+	more := ""
+	if len(shown) > 5 {
+		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(r.Repositories)-5)
+	}
+	return fmt.Sprintf("%s: running (%s), %s: %s%s", registry.Host, r.Image, repositories(len(r.Repositories)), strings.Join(shown, ", "), more)
+}
+
+// repositories counts them in words: "1 repository", "2 repositories".
+func repositories(n int) string {
+	if n == 1 {
+		return "1 repository"
+	}
+	return fmt.Sprintf("%d repositories", n)
+}
