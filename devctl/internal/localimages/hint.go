@@ -36,5 +36,5 @@ func WaitingHint(reason, message string) string {
 	if err != nil || len(have) > 0 {
 		return ""
 	}
-	return image + " is not in the local Docker engine either: docker build it (or docker pull it, where a registry answers), then devctl run loads it into the nodes (or devctl load " + image + ")"
+	return image + " is not in the local Docker engine either: docker build it (or docker pull it, where a registry answers), then devctl run loads it into the nodes (or devctl load " + image + "); or push it to the local registry (docker push localhost:5001/NAME:TAG) and name that in the job"
 }

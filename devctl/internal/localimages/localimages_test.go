@@ -328,7 +328,7 @@ func TestMemory(t *testing.T) {
 func TestWaitingHint(t *testing.T) {
 	fakeDocker(t, map[string]string{"docker.io/library/my-trainer:v1": "sha256:" + strings.Repeat("1", 64)}, false)
 	absent := "worker-0..1: cannot pull example.com/absent:v1: failed to pull and unpack image \"example.com/absent:v1\": not found"
-	if got := WaitingHint("ImagePullBackOff", absent); !strings.HasPrefix(got, "example.com/absent:v1 is not in the local Docker engine either: docker build it") {
+	if got := WaitingHint("ImagePullBackOff", absent); !strings.HasPrefix(got, "example.com/absent:v1 is not in the local Docker engine either: docker build it") || !strings.Contains(got, "docker push localhost:5001/") {
 		t.Errorf("absent image: hint %q", got)
 	}
 	never := `worker-0: Container image "example.com/absent:v1" is not present with pull policy of Never`
