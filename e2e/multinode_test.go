@@ -67,12 +67,19 @@ func TestAcrossNodes(t *testing.T) {
 			t.Errorf("devctl down --name %s: %v", multi, err)
 		}
 	})
-	out, took, err := devctlMulti("up", "--name", multi, "--workers", "2", "--image", nodeImage)
+	// The pull path of the node image: with no --image, up takes kind's published image where
+	// Docker has it or can pull it, and here the local registry holds a copy of our node image
+	// that the setting names in its place. (The suite's own cluster proves the fallback: kind's
+	// image cannot be pulled here, and up builds or finds the offline one.)
+	published := pushNodeImageCopy(t)
+	t.Setenv("MLKUBE_PUBLISHED_NODE_IMAGE", published)
+	out, took, err := devctlMulti("up", "--name", multi, "--workers", "2")
 	if err != nil {
 		t.Fatalf("devctl up --workers 2: %v", err)
 	}
 	timing("devctl up --workers 2: a new cluster of 3 nodes, flannel, operator", took)
 	contains(t, "devctl up --workers 2", out, "--workers 2 (1 control plane, 2 workers, flannel)", "mlkube is up on kind cluster "+multi,
+		"✓ pulled "+published, "Node image "+published+": standing in for kind's published image, as MLKUBE_PUBLISHED_NODE_IMAGE says (pulled)",
 		// The images go to the two workers alone (the control plane is tainted), while kind
 		// creates the cluster.
 		"into 2 node(s) while the cluster was created",
@@ -176,6 +183,25 @@ func TestAcrossNodes(t *testing.T) {
 	}
 	t.Run("a trainer pushed to the local registry, pulled by every worker", func(t *testing.T) { pulledFromRegistry(t, c, workers, devctlMulti) })
 	t.Run("GPU nodes that disagree", func(t *testing.T) { gpuNodesThatDisagree(t, c, cs, workers) })
+}
+
+// pushNodeImageCopy pushes the offline node image to the local registry and returns the copy's
+// reference by digest, which Docker does not hold under that name (so it must be pulled).
+func pushNodeImageCopy(t *testing.T) string {
+	repo := "localhost:5001/mlkube-e2e/kind-node"
+	tag := repo + ":" + strings.TrimPrefix(nodeImage[strings.LastIndex(nodeImage, ":"):], ":")
+	out, err := exec.Command("sh", "-c", `docker tag "$1" "$2" && docker push "$2"`, "push", nodeImage, tag).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pushing a copy of %s to the local registry: %v\n%s", nodeImage, err, out)
+	}
+	m := regexp.MustCompile(`digest: (sha256:[0-9a-f]{64})`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("docker push of %s printed no digest:\n%s", tag, out)
+	}
+	if out, err := exec.Command("docker", "rmi", tag).CombinedOutput(); err != nil {
+		t.Fatalf("docker rmi %s: %v\n%s", tag, err, out)
+	}
+	return repo + "@" + m[1]
 }
 
 // pulledFromRegistry pushes a trainer of the user's to the local registry and runs the distributed

@@ -32,6 +32,10 @@ func TestUp(t *testing.T) {
 	if want := "Node image " + nodeImage + ": mlkube's offline image"; !strings.Contains(coldUp, want) {
 		t.Errorf("cold devctl up with no --image: no %q in its output", want)
 	}
+	// It took the offline image because kind's published one cannot be pulled here, and said so.
+	if want := "not kind's published image kindest/node:v1.34.0@sha256:"; !strings.Contains(coldUp, want) || !strings.Contains(coldUp, "cannot pull it") {
+		t.Errorf("cold devctl up with no --image: no %q, and why, in its output", want)
+	}
 	// A new cluster's images are built and loaded beside kind's work, off the critical path.
 	for _, want := range []string{"while the cluster was created", "into 1 node(s) while the cluster was created", "unchanged, while the cluster was created"} {
 		if !strings.Contains(coldUp, want) {

@@ -284,10 +284,13 @@ func upCommand() *cobra.Command {
 config) built from this checkout.
 
 It creates the cluster from --config (default: clusters/kind.yaml of the checkout, else a single
-node without kindnet) on the node image --image names, or else on mlkube's offline node image,
-which it builds from Go modules when Docker's image store lacks it (clusters/nodeimage/build.sh:
-20-40 minutes the first time on 2 cores, seconds after). It never takes kind's own default image:
-another Kubernetes version, without the pod network these configs expect.
+node without kindnet) on the node image --image names. Without --image it chooses, and says which
+and why: kind's published node image of Kubernetes 1.34, pinned by digest, where Docker holds it
+or can pull it within 3 minutes (then a single node gets kind's own pod network, kindnet, in
+place of clusters/kind.yaml); else mlkube's offline node image, which it builds from Go modules
+when Docker's image store lacks it (clusters/nodeimage/build.sh: 20-40 minutes the first time on
+2 cores, seconds after). MLKUBE_PUBLISHED_NODE_IMAGE=NAME@sha256:... names a copy of the published
+image elsewhere (a mirror). It never takes kind's own default image: another Kubernetes version.
 
 It builds the operator image with go build and tags it by its digest, loads it into every node,
 applies the CRDs, RBAC and Deployment with server-side apply, and waits until the operator is
@@ -328,8 +331,8 @@ leaves it out.`,
 	}
 	cmd.Flags().StringVar(&opts.Name, "name", opts.Name, "name of the kind cluster")
 	cmd.Flags().StringVar(&opts.Config, "config", "", "kind config file (default: clusters/kind.yaml of the checkout, else one node without kindnet)")
-	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's (default: mlkube's offline node image, built when missing)")
-	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "create the cluster with one control plane and this many worker nodes, networked by flannel, in place of --config (0: the config's nodes, one by default)")
+	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's (default: kind's published image where it can be had, else mlkube's offline node image, built when missing)")
+	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "create the cluster with one control plane and this many worker nodes, networked by the node image's pod network (flannel offline, kindnet on kind's image), in place of --config (0: the config's nodes, one by default)")
 	cmd.Flags().DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the control plane, then for the operator")
 	cmd.Flags().BoolVar(&withRegistry, "registry", true, "run the local registry at localhost:5001 and make the nodes pull from it (--registry=false: none)")
 	return cmd

@@ -101,6 +101,9 @@ type up struct {
 	stopLoad context.CancelFunc
 	// registry is the local registry's image, readied from the start (up_registry.go).
 	registry *registryImage
+	// published says the node image is kind's published one (up_nodeimage.go), whose pod
+	// network is kindnet.
+	published bool
 }
 
 func (u *up) checkDocker(ctx context.Context) error {
@@ -170,6 +173,10 @@ func (u *up) createCluster(ctx context.Context) error {
 // config is the kind config of a new cluster, and where it comes from.
 func (u *up) config() ([]byte, string, error) {
 	if u.opts.Workers <= 0 {
+		if u.published && u.opts.Config == "" {
+			// clusters/kind.yaml is the offline image's: it leaves out kindnet, which this image has.
+			return []byte(kindcluster.PublishedConfig), "the built-in single-node config of kind's published image (kindnet)", nil
+		}
 		return clusterConfig(u.root, u.opts.Config, kindcluster.DefaultConfig)
 	}
 	if u.opts.Config != "" {

@@ -149,19 +149,26 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 const containerdUp = time.Minute
 
 // prepareWhenUp, once node n's containerd answers, loads the archive into it and unpacks the
-// preloaded images it will run.
+// preloaded images it will run. kind restarts each node's containerd once it has written the
+// config's containerdConfigPatches (the local registry's is one): an import that the restart
+// cuts short is tried again, until containerdUp has passed.
 func prepareWhenUp(ctx context.Context, n nodes.Node, archive string) error {
 	deadline := time.Now().Add(containerdUp)
-	for n.Command("ctr", "version").Run() != nil {
-		if time.Now().After(deadline) {
+	for {
+		if n.Command("ctr", "version").Run() == nil {
+			err := kindcluster.LoadArchive(n, archive)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return err
+			}
+		} else if time.Now().After(deadline) {
 			return fmt.Errorf("containerd on node %s did not answer in %s", n, containerdUp)
 		}
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
-	}
-	if err := kindcluster.LoadArchive(n, archive); err != nil {
-		return err
 	}
 	// Only time is lost when this fails: the kubelet unpacks them itself, as without devctl.
 	_ = kindcluster.UnpackPreloaded(n)

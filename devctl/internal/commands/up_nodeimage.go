@@ -3,7 +3,10 @@ package commands
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/mlkube/mlkube/devctl/internal/scripts"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
@@ -29,12 +32,76 @@ func (u *up) chooseNodeImage(ctx context.Context) error {
 	if u.opts.NodeImage != "" {
 		return steps.Done("Node image %s, as --image gives", u.opts.NodeImage)
 	}
+	published := publishedNodeImage()
+	why, ok := havePublished(ctx, steps.From(ctx), published)
+	if ok {
+		u.opts.NodeImage, u.published = published, true
+		if published != publishedDefault {
+			return steps.Done("Node image %s: standing in for kind's published image, as %s says (%s)", published, publishedEnv, why)
+		}
+		return steps.Done("Node image %s: kind's published image for Kubernetes %s (%s)", published, publishedVersion, why)
+	}
+	steps.From(ctx).Printf("not kind's published image %s: %s", published, why)
 	tag, err := buildNodeImage(ctx, u.root, steps.From(ctx))
 	if err != nil {
 		return err
 	}
 	u.opts.NodeImage = tag
 	return steps.Done("Node image %s: mlkube's offline image (no --image given), built from Go modules and kept in Docker's image store", tag)
+}
+
+// kind's published node image of our Kubernetes minor version, pinned by digest, as kind's
+// release notes give it: kind v0.30.0's image of Kubernetes v1.34.0 (kind keeps working with the
+// images of its earlier releases). Our offline image is v1.34.4 (hack/kubernetes/go.mod).
+const (
+	publishedVersion = "v1.34.0"
+	publishedDefault = "kindest/node:" + publishedVersion + "@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
+)
+
+// publishedEnv names another reference for the published image, pinned by digest as well: a copy
+// of it in a mirror or in the local registry. The end-to-end tests point it at one.
+const publishedEnv = "MLKUBE_PUBLISHED_NODE_IMAGE"
+
+// pullLimit bounds the pull of the published image: where it cannot be had in that time, the
+// offline image is quicker to have (or already had).
+const pullLimit = 3 * time.Minute
+
+func publishedNodeImage() string {
+	if ref := os.Getenv(publishedEnv); ref != "" {
+		return ref
+	}
+	return publishedDefault
+}
+
+// havePublished makes sure Docker holds the published node image ref: it does already, or a pull
+// of it ends within pullLimit. It says how, or why not.
+func havePublished(ctx context.Context, p *steps.Progress, ref string) (string, bool) {
+	if !strings.Contains(ref, "@sha256:") {
+		return publishedEnv + " must name the image by digest (NAME@sha256:...)", false
+	}
+	if exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run() == nil {
+		return "in Docker's image store", true
+	}
+	task := p.Start(fmt.Sprintf("pulling %s (for at most %s)", ref, pullLimit))
+	pctx, cancel := context.WithTimeout(ctx, pullLimit)
+	defer cancel()
+	err := scripts.Command(pctx, "docker", []string{"pull", ref}, task.Doing)
+	switch {
+	case pctx.Err() != nil && ctx.Err() == nil:
+		task.Fail()
+		return fmt.Sprintf("no pull within %s", pullLimit), false
+	case err != nil:
+		task.Fail()
+		return "cannot pull it: " + lastLine(err.Error()), false
+	}
+	task.Done("pulled %s", ref)
+	return "pulled", true
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.TrimSpace(s[strings.LastIndex(s, "\n")+1:])
 }
 
 // buildNodeImage runs the node image's build script and returns the tag it built or found; its

@@ -38,9 +38,18 @@ nodes:
 - role: control-plane
 `
 
+// PublishedConfig is the config of a one-node cluster on kind's published node image: its pod
+// network is the image's own, kindnet.
+const PublishedConfig = `kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+nodes:
+- role: control-plane
+`
+
 // MultiNodeConfig is the config of a cluster of one control plane and workers worker nodes, its
-// pod network flannel: kind applies the node image's default CNI manifest when
-// disableDefaultCNI is unset. The node image also carries the one-node clusters' static bridge
+// pod network the node image's own: kind applies the image's default CNI manifest when
+// disableDefaultCNI is unset, flannel in the offline image, kindnet in kind's published one.
+// The offline node image also carries the one-node clusters' static bridge
 // config in /etc/cni/net.d, which on several nodes would give pods the same addresses on each; so
 // each node gets an empty folder of its own from netDir over /etc/cni/net.d, into which flannel
 // writes its config once it runs, and until then the node is NotReady, as in any cluster.

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +24,7 @@ var image = images.Image{Name: "mlkube/registry", Binary: "registry", Dir: "bin"
 // Image builds the registry's image, from the binary hack/build-kubernetes.sh builds (once per
 // version, cached outside the clone), and gives it to the local Docker engine unless the engine
 // has it: the registry runs as a container of the engine, not in the nodes. The tag is the
-// Distribution version and the image's digest. progress hears what the build does.
+// Distribution version and a hash of the image's content. progress hears what the build does.
 func Image(ctx context.Context, root, arch string, progress func(string)) (string, error) {
 	binPath, err := buildBinary(ctx, root, progress)
 	if err != nil {
@@ -33,16 +35,21 @@ func Image(ctx context.Context, root, arch string, progress func(string)) (strin
 	if err != nil {
 		return "", err
 	}
-	b, err := images.Assemble(image, binary, arch, images.File{Path: configPath, Mode: 0o644, Data: []byte(config)})
-	if err != nil {
-		return "", err
-	}
-	ref, err := name.NewTag(image.Name + ":" + version + "-" + b.Ref.TagStr())
+	// Tagged by what goes into the image, so that an engine holding the tag needs nothing more,
+	// and up spends no time compressing 55 MB to find that out.
+	sum := sha256.New()
+	sum.Write(binary)
+	sum.Write([]byte(config + arch))
+	ref, err := name.NewTag(image.Name + ":" + version + "-" + hex.EncodeToString(sum.Sum(nil))[:12])
 	if err != nil {
 		return "", err
 	}
 	if exec.CommandContext(ctx, "docker", "image", "inspect", ref.String()).Run() == nil {
 		return ref.String(), nil
+	}
+	b, err := images.Assemble(image, binary, arch, images.File{Path: configPath, Mode: 0o644, Data: []byte(config)})
+	if err != nil {
+		return "", err
 	}
 	progress("docker load " + ref.String())
 	cmd := exec.CommandContext(ctx, "docker", "load", "-q")
