@@ -548,6 +548,9 @@ func (u *up) summary(out io.Writer) {
 	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", u.opts.Name, u.cluster.Context())
 	fmt.Fprintf(out, "  operator %s, image %s\n", u.version, u.operatorImage())
 	fmt.Fprintf(out, "  nodeprobe on every node, image %s (what it found: devctl status%s)\n", u.image("mlkube/nodeprobe", nodeprobeDevImage), flag)
+	if u.registry != nil {
+		fmt.Fprintf(out, "  local registry %s: docker push %[1]s/NAME:TAG, and name that image in a job\n", registry.Host)
+	}
 	fmt.Fprintf(out, "\nNext:\n  kubectl get tfjobs\n  devctl status%s\n  devctl down%s\n", flag, flag)
 }
 
