@@ -2,6 +2,7 @@ package tui_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -57,13 +58,12 @@ func createJob(t *testing.T, c *fixture.Cluster, k *v1beta1.Kind, ns, name strin
 	return got.GetUID()
 }
 
-func kubeKind(t *testing.T, k *v1beta1.Kind) kube.Kind {
+func kubeKind(t *testing.T, k *v1beta1.Kind) *v1beta1.Kind {
 	t.Helper()
-	kk, ok := kube.KindNamed(kube.Kinds, k.Name)
-	if !ok {
+	if !slices.Contains(kube.Kinds, k) {
 		t.Fatalf("the dashboard does not list %s", k.Name)
 	}
-	return kk
+	return k
 }
 
 // Beside readable jobs of every kind, one whose spec the Go types cannot read (a number its

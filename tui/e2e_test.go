@@ -381,7 +381,7 @@ func TestEndToEndForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	// viewer may list MXJobs but not TfJobs.
-	if err := c.Grant(ctx, ns, "viewer", kube.Group, []string{"mxjobs"}, []string{"get", "list", "watch"}); err != nil {
+	if err := c.Grant(ctx, ns, "viewer", v1beta1.GroupVersion.Group, []string{"mxjobs"}, []string{"get", "list", "watch"}); err != nil {
 		t.Fatal(err)
 	}
 	kc, err := c.WriteKubeconfig("viewer")
@@ -439,12 +439,12 @@ users: [{name: u, user: {token: t}}]
 // A cluster without the CRDs is told to install them.
 func TestServedWithoutCRDs(t *testing.T) {
 	c := envtestCluster(t)
-	_, err := kube.Served(context.Background(), c.Config, []kube.Kind{{Kind: "NopeJob", Resource: "nopejobs"}})
+	_, err := kube.Served(context.Background(), c.Config, []*v1beta1.Kind{{Name: "NopeJob", Plural: "nopejobs"}})
 	if !errors.Is(err, kube.ErrNotInstalled) || !strings.Contains(err.Error(), "devctl up") {
 		t.Fatalf("got %v", err)
 	}
 	kinds, err := kube.Served(context.Background(), c.Config, kube.Kinds)
-	if err != nil || len(kinds) == 0 || kinds[0].Kind != "TfJob" {
+	if err != nil || len(kinds) == 0 || kinds[0] != v1beta1.Kinds[0] {
 		t.Fatalf("served %v, %v", kinds, err)
 	}
 }

@@ -113,7 +113,7 @@ func docJobs() []any {
 		msgs = append(msgs, kube.JobUpserted{Job: j})
 	}
 	for _, k := range kube.Kinds {
-		msgs = append(msgs, kube.JobsSynced{Kind: k.Kind})
+		msgs = append(msgs, kube.JobsSynced{Kind: k.Name})
 	}
 	return msgs
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Job is what every job kind is to the engine, devctl, the dashboard and the tests: replica
@@ -75,6 +76,12 @@ type List interface {
 // Label is the kind in lower case: the value of the pods' mlkube.io/job-kind label and the
 // resource in "tfjob/name".
 func (k *Kind) Label() string { return strings.ToLower(k.Name) }
+
+// GVR is the kind's resource, for dynamic clients.
+func (k *Kind) GVR() schema.GroupVersionResource { return GroupVersion.WithResource(k.Plural) }
+
+// CRD is the name of the kind's CustomResourceDefinition: tfjobs.mlkube.io.
+func (k *Kind) CRD() string { return k.Plural + "." + GroupVersion.Group }
 
 // Ref names a job of the kind the way kubectl does: "mxjob/mx-distributed".
 func (k *Kind) Ref(name string) string { return k.Label() + "/" + name }

@@ -20,6 +20,8 @@ import (
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // Client watches the cluster for the dashboard and sends what it sees on its Feed. It only
@@ -27,7 +29,7 @@ import (
 type Client struct {
 	cfg    *rest.Config
 	target Target
-	kinds  []Kind
+	kinds  []*v1beta1.Kind
 	feed   *Feed
 
 	dyn    dynamic.Interface
@@ -36,7 +38,7 @@ type Client struct {
 }
 
 // NewClient makes a client for the served kinds (see Served) that sends on feed.
-func NewClient(cfg *rest.Config, target Target, kinds []Kind, feed *Feed) (*Client, error) {
+func NewClient(cfg *rest.Config, target Target, kinds []*v1beta1.Kind, feed *Feed) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "tfjob-tui"
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -62,7 +64,7 @@ func NewClient(cfg *rest.Config, target Target, kinds []Kind, feed *Feed) (*Clie
 func (c *Client) Target() Target { return c.target }
 
 // Kinds are the job kinds the cluster serves.
-func (c *Client) Kinds() []Kind { return c.kinds }
+func (c *Client) Kinds() []*v1beta1.Kind { return c.kinds }
 
 // Next waits for the next batch of messages.
 func (c *Client) Next(ctx context.Context) (Batch, bool) { return c.feed.Next(ctx) }
@@ -72,21 +74,21 @@ func (c *Client) WatchJobs(ctx context.Context) {
 	for _, k := range c.kinds {
 		res := c.dyn.Resource(k.GVR()).Namespace(c.target.Namespace)
 		c.run(ctx, watchSpec{
-			source: k.Resource + "." + Group + " in " + c.target.Scope(),
-			need:   Access{Verbs: []string{"list", "watch"}, Resource: k.Resource + "." + Group, Namespace: c.target.Namespace},
+			source: k.CRD() + " in " + c.target.Scope(),
+			need:   Access{Verbs: []string{"list", "watch"}, Resource: k.CRD(), Namespace: c.target.Namespace},
 			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return res.List(ctx, o)
 			},
 			watch:     res.Watch,
 			objType:   &unstructured.Unstructured{},
-			transform: jobTransform(k.Kind),
+			transform: jobTransform(k.Name),
 			upsert: func(obj any) {
 				c.feed.Send(JobUpserted{Job: obj.(*Job)})
 			},
 			remove: func(obj any) {
 				c.feed.Send(JobDeleted{Key: obj.(*Job).Key()})
 			},
-			synced: func() { c.feed.Send(JobsSynced{Kind: k.Kind}) },
+			synced: func() { c.feed.Send(JobsSynced{Kind: k.Name}) },
 		})
 	}
 }
@@ -94,14 +96,18 @@ func (c *Client) WatchJobs(ctx context.Context) {
 // WatchJob watches the replica pods of one job, the one whose UID is uid, and the events about
 // it until ctx is done. Its messages carry id.
 func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID) {
-	kind, _ := KindNamed(c.kinds, key.Kind)
+	// An unknown kind selects nothing: no kind labels its pods "".
+	kindLabel, container := "", ""
+	if k := v1beta1.KindNamed(key.Kind); k != nil {
+		kindLabel, container = k.Label(), k.Container
+	}
 	pods := c.core.Pods(key.Namespace)
 	// The labels narrow the list; the replica-type label leaves out the job's TensorBoard pod,
 	// which has the other two. But anyone who may create a pod may label it like one of the
 	// job's replicas: a pod is the job's only when its controller owner reference carries the
 	// job's UID. Another pod is never shown, and one that stops being the job's (its owner
 	// reference removed) goes.
-	selector := labels.Set{LabelJobName: key.Name, LabelJobKind: kind.Label()}.String() + "," + LabelReplicaType
+	selector := labels.Set{v1beta1.LabelJobName: key.Name, v1beta1.LabelJobKind: kindLabel}.String() + "," + v1beta1.LabelReplicaType
 	shown := map[string]bool{} // the informer calls its handlers one at a time
 	hide := func(r *Replica) {
 		if shown[r.Name] {
@@ -131,7 +137,7 @@ func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID
 			return pods.Watch(ctx, o)
 		},
 		objType:   &corev1.Pod{},
-		transform: replicaTransform(kind.Container),
+		transform: replicaTransform(container),
 		upsert: func(obj any) {
 			r := obj.(*Replica)
 			if r.Controller != uid {

@@ -86,7 +86,7 @@ func apiMessage(err error) string {
 func notInstalled(server string) error {
 	var res []string
 	for _, k := range Kinds {
-		res = append(res, k.Resource+"."+Group)
+		res = append(res, k.CRD())
 	}
 	return fmt.Errorf("%w: %s serves none of %s (the CRDs are missing). "+
 		"`devctl up` makes a local cluster with the operator and its CRDs; on another cluster, `make install` installs the CRDs",

@@ -119,7 +119,7 @@ func TestJobFromAnUnreadableJob(t *testing.T) {
 func TestReplicaFrom(t *testing.T) {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "mnist-worker-1", Namespace: "team-a", Labels: map[string]string{
-			LabelJobName: "mnist", LabelReplicaType: "worker", LabelReplicaIndex: "1", "app": "x",
+			v1beta1.LabelJobName: "mnist", v1beta1.LabelReplicaType: "worker", v1beta1.LabelReplicaIndex: "1", "app": "x",
 		}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{
 			{Name: "sidecar", Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("y", 1000)}}}, {Name: "tensorflow"},

@@ -81,12 +81,12 @@ func replicaTransform(container string) func(any) (any, error) {
 func ReplicaFrom(p *corev1.Pod, container string) *Replica {
 	r := &Replica{
 		ObjectMeta: meta(p),
-		Type:       p.Labels[LabelReplicaType],
+		Type:       p.Labels[v1beta1.LabelReplicaType],
 		Index:      -1,
 		Phase:      string(p.Status.Phase),
 		Node:       p.Spec.NodeName,
 	}
-	if i, err := strconv.Atoi(p.Labels[LabelReplicaIndex]); err == nil {
+	if i, err := strconv.Atoi(p.Labels[v1beta1.LabelReplicaIndex]); err == nil {
 		r.Index = i
 	}
 	if p.DeletionTimestamp != nil {

@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -30,7 +31,7 @@ type Config struct {
 	Context context.Context // ends every watch, stream and port-forward the model starts
 	Cluster Cluster         // nil: the model shows only what it is sent (tests)
 	Target  kube.Target
-	Kinds   []kube.Kind
+	Kinds   []*v1beta1.Kind
 	NoColor bool
 	Now     time.Time // the clock until the first batch
 	// FrozenClock: ages move only with the batches' times, never by themselves (tests).

@@ -65,7 +65,7 @@ func (m Model) bar() string {
 func (m Model) kindNames() []string {
 	var names []string
 	for _, k := range m.cfg.Kinds {
-		names = append(names, k.Kind)
+		names = append(names, k.Name)
 	}
 	if len(names) == 0 {
 		names = []string{"Jobs"}
