@@ -124,9 +124,18 @@ func TestUp(t *testing.T) {
 		t.Fatalf("devctl status: %v", err)
 	}
 	// Every kind counted (devctl status ranges over the table of kinds), each label in a column.
-	matches(t, "devctl status", out, regexp.QuoteMeta(name), `(?m)^Nodes +\S+ +Ready `, `(?m)^Operator +Available`, `(?m)^TfJob CRD +established`,
+	matches(t, "devctl status", out, regexp.QuoteMeta(name), `(?m)^Nodes +\S+ +Ready `, `(?m)^Operator +Available`, `(?m)^CRDs +established, serving mlkube.io/v1beta1: `+regexp.QuoteMeta(plurals())+`$`,
 		fmt.Sprintf(`(?m)^TfJobs +.*\b%d Succeeded`, succeeded), `(?m)^MXJobs +(none|\d+ )`, `(?m)^PyTorchJobs +(none|\d+ )`,
 		`(?m)^Registry +localhost:5001: running \(mlkube/registry:v3\.1\.2-[0-9a-f]{12}\), \d+ repositor(y|ies): `)
+}
+
+// plurals lists every kind's resource, as devctl status does: "tfjobs, mxjobs, pytorchjobs".
+func plurals() string {
+	var out []string
+	for _, k := range v1beta1.Kinds {
+		out = append(out, k.Plural)
+	}
+	return strings.Join(out, ", ")
 }
 
 // localRegistry: the first up ran the registry and announced it; what is pushed to it outlives

@@ -14,7 +14,7 @@ func dashboardCommand() *cobra.Command {
 		Short: "A live terminal dashboard of jobs, replicas, logs and TensorBoard (tfjob-tui)",
 		Long: `Dashboard opens tfjob-tui, the terminal dashboard, on the cluster of the current kubeconfig
 context (the one devctl up set), or with --name on the kind cluster of that name whatever the
-current context is. It shows every TfJob, MXJob and PyTorchJob with its state, ready/total
+current context is. It shows every ` + kindsAnd + ` with its state, ready/total
 replicas and restarts; enter on a job shows its replica pods with the exit code and reason of
 each container's last termination and its restart count, the job's conditions and its events; l
 follows a replica's log, p switches to the log of the container before its last restart. It

@@ -19,7 +19,11 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/commands"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
+
+// kindsAnd and kindsOr name every kind of the API's table, for the help texts.
+var kindsAnd, kindsOr = v1beta1.KindNames("and"), v1beta1.KindNames("or")
 
 func main() {
 	// controller-runtime's client would otherwise warn that no logger was set.
@@ -43,7 +47,7 @@ it into the cluster and installs the operator; ` + "`devctl status`" + ` tells h
 operator and your jobs are doing; ` + "`devctl down`" + ` deletes the cluster. Run it from inside the
 checkout.
 
-` + "`devctl run`" + ` submits a TfJob, MXJob or PyTorchJob and follows it to its end, every replica's
+` + "`devctl run`" + ` submits a ` + kindsOr + ` and follows it to its end, every replica's
 log included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest
 written for an older TensorFlow, MXNet or PyTorch operator into today's job. These three work on the
 cluster of the current kubeconfig context, which devctl up sets to its kind cluster; so does
@@ -78,8 +82,8 @@ func runCommand() *cobra.Command {
 	opts := commands.RunOptions{Stdin: os.Stdin}
 	cmd := &cobra.Command{
 		Use:   "run FILE",
-		Short: "Submit a job (TfJob, MXJob or PyTorchJob) and follow it to its end: replica states and every replica's log",
-		Long: `Run submits the job (TfJob, MXJob or PyTorchJob) in FILE to the cluster of the current kubeconfig context and
+		Short: "Submit a job (" + kindsOr + ") and follow it to its end: replica states and every replica's log",
+		Long: `Run submits the job (` + kindsOr + `) in FILE to the cluster of the current kubeconfig context and
 follows it until it ends. FILE may be in today's mlkube.io/v1beta1 form or in any older form
 devctl convert reads (the 2017 snake_case TfJob, tensorflow.org and kubeflow.org TFJobs; the
 fioravanzo.org and kubeflow.org MXJobs); an older one is converted first, and what the
@@ -208,7 +212,7 @@ func logsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs JOB",
 		Short: "Show the logs of a job's replicas, interleaved, each line prefixed with its replica",
-		Long: `Logs prints the log of every replica of the job JOB, a TfJob, MXJob or PyTorchJob (of its
+		Long: `Logs prints the log of every replica of the job JOB, a ` + kindsOr + ` (of its
 tensorflow, mxnet or pytorch container), interleaved in the order the lines were written, each line prefixed with its
 replica ("worker-1 | ..."), or only one replica's with --replica. JOB is found by its name among
 all kinds; when jobs of two kinds have that name, --kind says which. It works on finished pods too: the default cleanPodPolicy,
@@ -249,8 +253,8 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 func convertCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert FILE",
-		Short: "Print a TfJob, MXJob or PyTorchJob manifest of an older API as today's mlkube.io/v1beta1 job",
-		Long: `Convert reads the TfJob, MXJob or PyTorchJob manifest in FILE ("-": the standard input) and
+		Short: "Print a " + kindsOr + " manifest of an older API as today's mlkube.io/v1beta1 job",
+		Long: `Convert reads the ` + kindsOr + ` manifest in FILE ("-": the standard input) and
 prints it as today's mlkube.io/v1beta1 job of that kind, in YAML, on stdout. For TfJob it reads the 2017
 mlkube.io/v1beta1 TfJob (snake_case replica_specs and its later camelCase form),
 tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1 TfJobs, and kubeflow.org TFJobs v1alpha2 to v1
@@ -370,11 +374,12 @@ func statusCommand() *cobra.Command {
 	name := commands.DefaultName
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster's nodes, the operator, the TfJob CRD and jobs of every kind by state",
+		Short: "Show the cluster's nodes, the operator, the local registry, the CRDs and jobs of every kind by state",
 		Long: `Status reports on the cluster through the kubeconfig kind keeps for it, whatever your current
 kubectl context is: whether each node is Ready, whether the operator Deployment is available and
-which version and image it runs, whether the TfJob CRD is established, and how many TfJobs and
-MXJobs are in each state across all namespaces. It fails only when it cannot look (no Docker, no cluster, no
+which version and image it runs, whether the local registry runs and what it holds, whether the
+CRD of each kind (` + kindsAnd + `) is established, and how many jobs of each
+kind are in each state across all namespaces. It fails only when it cannot look (no Docker, no cluster, no
 API server); what it finds unhealthy it reports.`,
 		Example: `  devctl status
   devctl status --name experiment`,

@@ -17,7 +17,6 @@ const (
 	operatorDeployment = "mlkube-operator"
 	// operatorDevImage is the image the manifests name; devctl swaps in the image it built.
 	operatorDevImage = "mlkube/operator:dev"
-	tfjobCRD         = "tfjobs.mlkube.io"
 	// versionAnnotation on the operator Deployment records the version devctl built.
 	versionAnnotation = "mlkube.io/version"
 )

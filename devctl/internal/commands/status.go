@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -24,8 +26,8 @@ import (
 
 // Status reports on the cluster through the kubeconfig kind keeps for it, whatever the current
 // context (any kind cluster of that name, made by devctl or not): its nodes, the operator,
-// nodeprobe and the accelerator config it published, the TfJob CRD, and the TfJobs and MXJobs
-// by state. It fails only when it cannot look (no Docker, no cluster, no API server); what it
+// nodeprobe and the accelerator config it published, the local registry, the CRD of every kind,
+// and the jobs of each kind by state. It fails only when it cannot look (no Docker, no cluster, no API server); what it
 // finds unhealthy it reports.
 func Status(ctx context.Context, name string, out io.Writer) error {
 	if _, err := kindcluster.CheckDocker(ctx); err != nil {
@@ -68,18 +70,18 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	fmt.Fprintf(w, "GPUs\t%s\n", gpuHealth(ctx, kube, nodes.Items))
 	fmt.Fprintf(w, "Registry\t%s\n", registryLine(ctx))
 	crdLine, served := crdHealth(ctx, kube)
-	fmt.Fprintf(w, "TfJob CRD\t%s\n", crdLine)
+	fmt.Fprintf(w, "CRDs\t%s\n", crdLine)
 	writeJobs(ctx, w, kube, served)
 	return w.Flush()
 }
 
-// writeJobs writes a row per kind (the first, TfJob, only when served) with its jobs by state,
-// and under it a line for each unreadable job, naming it and the field; then what to do about
-// those, once. opts narrow the lists (tests: one namespace).
-func writeJobs(ctx context.Context, w io.Writer, kube *clients, servesFirst bool, opts ...client.ListOption) {
+// writeJobs writes a row per kind that served says is served, with its jobs by state, and
+// under it a line for each unreadable job, naming it and the field; then what to do about those,
+// once. opts narrow the lists (tests: one namespace).
+func writeJobs(ctx context.Context, w io.Writer, kube *clients, served map[*v1beta1.Kind]bool, opts ...client.ListOption) {
 	unreadable := false
 	for _, k := range v1beta1.Kinds {
-		if !servesFirst && k == v1beta1.Kinds[0] {
+		if !served[k] {
 			continue
 		}
 		summary, bad := jobsByState(ctx, kube, k, opts...)
@@ -140,33 +142,50 @@ func operatorHealth(ctx context.Context, kube *clients) string {
 	return fmt.Sprintf("%s, %d/%d ready, version %s, image %s", health, d.Status.ReadyReplicas, want, version, image)
 }
 
-// crdHealth says whether the TfJob CRD is installed and established, and so whether TfJobs
-// can be listed.
-func crdHealth(ctx context.Context, kube *clients) (string, bool) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := kube.Get(ctx, client.ObjectKey{Name: tfjobCRD}, crd)
-	if apierrors.IsNotFound(err) {
-		return "not installed (run `devctl up`)", false
-	}
-	if err != nil {
-		return "cannot tell: " + err.Error(), false
-	}
-	established := false
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			established = true
+// crdHealth says, for every kind of the table, whether its CRD is installed and established, and
+// which kinds' jobs can so be listed: "established, serving mlkube.io/v1beta1: tfjobs, mxjobs,
+// pytorchjobs", or what is wrong with which.
+func crdHealth(ctx context.Context, kube *clients) (string, map[*v1beta1.Kind]bool) {
+	served := map[*v1beta1.Kind]bool{}
+	var ok, problems []string
+	versions := map[string]bool{}
+	for _, k := range v1beta1.Kinds {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		err := kube.Get(ctx, client.ObjectKey{Name: k.CRD()}, crd)
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, k.Plural+" not installed (run `devctl up`)")
+			continue
+		case err != nil:
+			problems = append(problems, k.Plural+": cannot tell: "+err.Error())
+			continue
 		}
-	}
-	var versions []string
-	for _, v := range crd.Spec.Versions {
-		if v.Served {
-			versions = append(versions, crd.Spec.Group+"/"+v.Name)
+		established := false
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				established = true
+			}
 		}
+		if !established {
+			problems = append(problems, k.Plural+" installed, not established yet")
+			continue
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				versions[crd.Spec.Group+"/"+v.Name] = true
+			}
+		}
+		served[k] = true
+		ok = append(ok, k.Plural)
 	}
-	if !established {
-		return "installed, not established yet", false
+	line := ""
+	if len(ok) > 0 {
+		line = "established, serving " + strings.Join(slices.Sorted(maps.Keys(versions)), ", ") + ": " + strings.Join(ok, ", ")
 	}
-	return "established, serving " + strings.Join(versions, ", "), true
+	if len(problems) > 0 {
+		line = strings.TrimPrefix(line+"; "+strings.Join(problems, "; "), "; ")
+	}
+	return line, served
 }
 
 // jobsByState counts the jobs of a kind in every namespace by state, and names each unreadable

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -142,7 +144,11 @@ func TestUnreadableJobs(t *testing.T) {
 	t.Run("status", func(t *testing.T) {
 		var b bytes.Buffer
 		w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0) // as Status writes them
-		writeJobs(ctx, w, &clients{Client: k8s}, true, client.InNamespace(ns))
+		served := map[*v1beta1.Kind]bool{}
+		for _, k := range v1beta1.Kinds {
+			served[k] = true
+		}
+		writeJobs(ctx, w, &clients{Client: k8s}, served, client.InNamespace(ns))
 		must(t, w.Flush())
 		got := regexp.MustCompile(` {2,}`).ReplaceAllString(b.String(), "  ")
 		want := []string{}
@@ -217,5 +223,23 @@ func TestUnreadableJobs(t *testing.T) {
 				t.Errorf("--replace left the unreadable job (%s)", now.Unreadable())
 			}
 		})
+	}
+}
+
+// devctl status checks the CRD of every kind of the table, and lists the jobs of those served.
+func TestCRDHealthCoversEveryKind(t *testing.T) {
+	envtest(t)
+	scheme := runtime.NewScheme()
+	must(t, apiextensionsv1.AddToScheme(scheme))
+	c, err := client.New(jobtest.Config, client.Options{Scheme: scheme})
+	must(t, err)
+	line, served := crdHealth(context.Background(), &clients{Client: c})
+	for _, k := range v1beta1.Kinds {
+		if !served[k] || !strings.Contains(line, k.Plural) {
+			t.Errorf("%s: served %v, line %q", k.CRD(), served[k], line)
+		}
+	}
+	if !strings.HasPrefix(line, "established, serving mlkube.io/v1beta1: ") {
+		t.Errorf("line %q", line)
 	}
 }

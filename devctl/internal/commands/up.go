@@ -20,6 +20,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/manifests"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/config"
 )
 
@@ -502,14 +503,15 @@ func (u *up) applyOperator(ctx context.Context) error {
 	return steps.Done("Applied the operator manifests: %s", applied)
 }
 
-// waitOperator waits for the TfJob CRD to be served and the operator Deployment to run the new
+// waitOperator waits for every kind's CRD to be served and the operator Deployment to run the new
 // image on every replica; both already true means nothing changed, and there is no wait.
 func (u *up) waitOperator(ctx context.Context) error {
 	key := client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}
-	ready := manifests.All(
-		manifests.CRDEstablished(u.kube, tfjobCRD),
-		manifests.DeploymentRolledOut(u.kube, key),
-	)
+	var checks []manifests.Check
+	for _, k := range v1beta1.Kinds {
+		checks = append(checks, manifests.CRDEstablished(u.kube, k.CRD()))
+	}
+	ready := manifests.All(append(checks, manifests.DeploymentRolledOut(u.kube, key))...)
 	if ok, _, err := ready(ctx); err == nil && ok {
 		if u.appliedEarly() {
 			return steps.Done("Operator running %s, started while the cluster was created", u.operatorImage())

@@ -113,6 +113,18 @@ func Labels() []string {
 	return out
 }
 
+// KindNames names every kind, for a sentence: "TfJob, MXJob and PyTorchJob" with conj "and".
+func KindNames(conj string) string {
+	var names []string
+	for _, k := range Kinds {
+		names = append(names, k.Name)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
+}
+
 // KindOf is the kind of a job; nil for an object that is no job of ours.
 func KindOf(obj runtime.Object) *Kind {
 	for _, k := range Kinds {
