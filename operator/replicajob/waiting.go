@@ -27,12 +27,6 @@ type stuck struct {
 	Reason, Message string
 }
 
-// PullReasons are the kubelet's words for an image it could not pull, at the pull and in the
-// back-off that follows: one reason to a user (devctl's replica lines leave them to the job's).
-var PullReasons = map[string]bool{
-	"ErrImagePull": true, "ImagePullBackOff": true, "RegistryUnavailable": true, "SignatureValidationFailed": true,
-}
-
 // onItsWay are the waiting reasons of a container that is getting there.
 var onItsWay = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
 
@@ -52,7 +46,7 @@ func whyStuck(pod *corev1.Pod) stuck {
 		if w == nil || onItsWay[w.Reason] {
 			continue
 		}
-		if PullReasons[w.Reason] {
+		if v1beta1.ImagePullReasons[w.Reason] {
 			detail := strings.TrimSpace(backOffPull.ReplaceAllString(w.Message, ""))
 			msg := "cannot pull " + cs.Image
 			if detail != "" {

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 // Options say what to follow and where to print it.
@@ -478,11 +477,11 @@ func (f *follower) idle() bool {
 // with the same name, its predecessors'. TensorBoard's pods, which have no replica type, are
 // left out.
 func PodSelector(kind *v1beta1.Kind, name string) (labels.Selector, error) {
-	hasType, err := labels.NewRequirement(replicajob.LabelReplicaType, selection.Exists, nil)
+	hasType, err := labels.NewRequirement(v1beta1.LabelReplicaType, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}
-	return labels.SelectorFromSet(labels.Set{replicajob.LabelJobName: name, replicajob.LabelJobKind: kind.Label()}).Add(*hasType), nil
+	return labels.SelectorFromSet(labels.Set{v1beta1.LabelJobName: name, v1beta1.LabelJobKind: kind.Label()}).Add(*hasType), nil
 }
 
 // watchJob starts informers on the job (by name) and on its replica pods (by label) that send

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 // A Group is one replica group of a job: its type as the output names it (master, scheduler)
@@ -90,7 +89,7 @@ func containerOf(pod *corev1.Pod) *corev1.ContainerStatus {
 // the kind label (made by hand, or by an older operator) is taken to be a TfJob's when it has a
 // tensorflow container, else an MXJob's when it has an mxnet one.
 func containerName(pod *corev1.Pod) string {
-	if k := v1beta1.KindNamed(pod.Labels[replicajob.LabelJobKind]); k != nil {
+	if k := v1beta1.KindNamed(pod.Labels[v1beta1.LabelJobKind]); k != nil {
 		return k.Container
 	}
 	for _, k := range v1beta1.Kinds {

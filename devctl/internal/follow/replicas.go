@@ -6,13 +6,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mlkube/mlkube/operator/replicajob"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // ReplicaOf names the replica a pod plays, from the labels the operator gives it; "" for a pod
 // that is no replica (TensorBoard's).
 func ReplicaOf(pod *corev1.Pod) string {
-	typ, index := pod.Labels[replicajob.LabelReplicaType], pod.Labels[replicajob.LabelReplicaIndex]
+	typ, index := pod.Labels[v1beta1.LabelReplicaType], pod.Labels[v1beta1.LabelReplicaIndex]
 	if typ == "" || index == "" {
 		return ""
 	}
@@ -67,7 +67,7 @@ func (s State) started() bool {
 var quietWaits = map[string]bool{"": true, "ContainerCreating": true, "PodInitializing": true}
 
 // The waits the operator says once for the whole job in its Running condition ("worker-0..3,
-// ps-0..1: cannot pull ...", replicajob.PullReasons) get no replica line: one for each replica
+// ps-0..1: cannot pull ...", v1beta1.ImagePullReasons) get no replica line: one for each replica
 // at each of the kubelet's retries (ErrImagePull, ImagePullBackOff, ...) would say the same
 // many times.
 
@@ -105,7 +105,7 @@ func PodState(pod *corev1.Pod) State {
 		s.Phase, s.Detail = Failed, joinNonEmpty(": ", pod.Status.Reason, pod.Status.Message)
 	default:
 		s.Phase = Pending
-		if w := waitingOf(cs); w != nil && !quietWaits[w.Reason] && !replicajob.PullReasons[w.Reason] {
+		if w := waitingOf(cs); w != nil && !quietWaits[w.Reason] && !v1beta1.ImagePullReasons[w.Reason] {
 			// The reason alone: its words are the job's Running condition's, said once, and a
 			// back-off's count-down would make a line of every retry.
 			s.Detail = w.Reason
