@@ -85,9 +85,10 @@ func containerOf(pod *corev1.Pod) *corev1.ContainerStatus {
 	return nil
 }
 
-// containerName is the name of the container that decides the pod's replica. A pod without
-// the kind label (made by hand, or by an older operator) is taken to be a TfJob's when it has a
-// tensorflow container, else an MXJob's when it has an mxnet one.
+// containerName is the name of the container that decides the pod's replica: the one the kind of
+// its mlkube.io/job-kind label names. A pod without that label (made by hand, or by an older
+// operator) is taken to be of the first kind of the table whose container it has, else its first
+// container decides.
 func containerName(pod *corev1.Pod) string {
 	if k := v1beta1.KindNamed(pod.Labels[v1beta1.LabelJobKind]); k != nil {
 		return k.Container
@@ -99,5 +100,8 @@ func containerName(pod *corev1.Pod) string {
 			}
 		}
 	}
-	return v1beta1.TfContainerName
+	if len(pod.Spec.Containers) > 0 {
+		return pod.Spec.Containers[0].Name
+	}
+	return ""
 }
