@@ -1,24 +1,19 @@
 package replicajob
 
 import (
-	"context"
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// cleanUp deletes what cleanPodPolicy says should go once the job ended. It returns whether
-// something it deletes is still there, which keeps the job in phase CleanUp.
+// cleanUp is what cleanPodPolicy says should go once the job ended, and whether anything it
+// names is still there (being deleted or not), which keeps the job in phase CleanUp.
 //
 // Running deletes the pods still running and keeps finished ones, so their logs stay readable;
 // All deletes every pod; None deletes nothing. Services go with Running and All. A job that hit
 // its deadline has its running pods stopped whatever the policy: that is what a deadline means.
-func (e *Reconciler) cleanUp(ctx context.Context, job client.Object, status *v1beta1.JobStatus, policy v1beta1.RunPolicy, pods map[string]*corev1.Pod, services map[string]*corev1.Service) (bool, error) {
+func (e *Reconciler) cleanUp(status *v1beta1.JobStatus, policy v1beta1.RunPolicy, pods map[string]*corev1.Pod, services map[string]*corev1.Service) (deletions, bool) {
 	clean := policy.CleanPodPolicy
 	if clean == "" {
 		clean = v1beta1.CleanPodPolicyRunning
@@ -26,35 +21,28 @@ func (e *Reconciler) cleanUp(ctx context.Context, job client.Object, status *v1b
 	if clean == v1beta1.CleanPodPolicyNone && failedBy(status, "DeadlineExceeded") {
 		clean = v1beta1.CleanPodPolicyRunning
 	}
+	d := deletions{why: "cleaning up (cleanPodPolicy " + string(clean) + ")"}
 	pending := false
+	doom := func(obj ctrl.Object) {
+		pending = true
+		if obj.GetDeletionTimestamp() == nil {
+			d.objs = append(d.objs, obj)
+		}
+	}
 	for _, pod := range pods {
 		over := finishedPod(pod, e.Framework.Kind().Container)
 		if clean == v1beta1.CleanPodPolicyNone || (clean == v1beta1.CleanPodPolicyRunning && over) {
 			continue
 		}
-		pending = true
-		if pod.DeletionTimestamp != nil {
-			continue
-		}
-		err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
-		log.FromContext(ctx).V(1).Info("clean-up: deleting pod", "pod", pod.Name, "phase", pod.Status.Phase, "policy", clean, "result", err)
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return pending, fmt.Errorf("cleaning up pod %s: %w", pod.Name, err)
-		}
+		doom(pod)
 	}
 	if policy.CleanPodPolicy == v1beta1.CleanPodPolicyNone {
-		return pending, nil
+		return d, pending
 	}
 	for _, svc := range services {
-		pending = true
-		if svc.DeletionTimestamp != nil {
-			continue
-		}
-		if err := e.Client.Delete(ctx, svc); err != nil && !apierrors.IsNotFound(err) {
-			return pending, fmt.Errorf("cleaning up service %s: %w", svc.Name, err)
-		}
+		doom(svc)
 	}
-	return pending, nil
+	return d, pending
 }
 
 func failedBy(status *v1beta1.JobStatus, reason string) bool {

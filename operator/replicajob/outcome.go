@@ -12,9 +12,9 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// decide reads the replicas' verdicts and records in status what follows from them: counted
-// restarts, and the job's outcome. It returns the events that explain each decision.
-func (e *Reconciler) decide(job client.Object, replicas []*replica, policy v1beta1.RunPolicy, status *v1beta1.JobStatus, now metav1.Time) []event {
+// decideOutcome reads the replicas' verdicts and records in status what follows from them:
+// counted restarts, and the job's outcome. It returns the events that explain each decision.
+func (e *Reconciler) decideOutcome(job client.Object, replicas []*replica, policy v1beta1.RunPolicy, status *v1beta1.JobStatus, now metav1.Time) []event {
 	decider := e.Framework.Decider(groupsOf(replicas))
 	for _, r := range replicas {
 		if r.pod != nil && r.group.Type == decider && r.index == 0 && r.verdict.Outcome == Succeeded {

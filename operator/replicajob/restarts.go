@@ -1,14 +1,11 @@
 package replicajob
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -70,18 +67,14 @@ func inPlaceRestarts(pod *corev1.Pod, container string) int32 {
 	return 0
 }
 
-// restart deletes the pods whose failure is counted; their replacements are created once the
-// cache shows them gone, under the same name.
-func (e *Reconciler) restart(ctx context.Context, replicas []*replica, status *v1beta1.JobStatus) error {
+// restarts are the pods whose failure is counted and that are not going yet; their
+// replacements are created once the cache shows them gone, under the same name.
+func restarts(replicas []*replica, status *v1beta1.JobStatus) deletions {
+	d := deletions{why: "restarting"}
 	for _, r := range replicas {
-		if r.pod == nil || !slices.Contains(status.CountedFailures, r.pod.UID) || r.pod.DeletionTimestamp != nil {
-			continue
-		}
-		// The UID precondition keeps a stale view from deleting the replacement.
-		err := e.Client.Delete(ctx, r.pod, client.Preconditions{UID: &r.pod.UID})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("deleting failed pod %s: %w", r.name, err)
+		if r.pod != nil && slices.Contains(status.CountedFailures, r.pod.UID) && r.pod.DeletionTimestamp == nil {
+			d.objs = append(d.objs, r.pod)
 		}
 	}
-	return nil
+	return d
 }

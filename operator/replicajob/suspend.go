@@ -1,17 +1,12 @@
 package replicajob
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -25,66 +20,58 @@ import (
 // resumeWait is how soon to look again while pods the suspension deleted are still going.
 const resumeWait = time.Second
 
-// holdSuspended deletes the job's unfinished pods and says in status that it is suspended.
-func (e *Reconciler) holdSuspended(ctx context.Context, job, base ctrl.Object, written *v1beta1.JobStatus, groups []Replica, replicas []*replica, status *v1beta1.JobStatus, now metav1.Time) (reconcile.Result, error) {
+// suspend decides for a suspended job: its unfinished pods go, and its status says it is
+// suspended.
+func (e *Reconciler) suspend(p *pass) {
 	container := e.Framework.Kind().Container
-	kept := make([]*replica, 0, len(replicas))
+	status := p.status
+	kept := make([]*replica, 0, len(p.replicas))
+	p.doomed.why = "suspending"
 	deleting := 0
-	for _, r := range replicas {
+	for _, r := range p.replicas {
 		k := *r
 		if r.pod != nil && !finishedPod(r.pod, container) {
 			deleting++
 			k.pod = nil
 			if r.pod.DeletionTimestamp == nil {
-				err := e.Client.Delete(ctx, r.pod, ctrl.Preconditions{UID: &r.pod.UID})
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-					return reconcile.Result{}, fmt.Errorf("suspending: deleting pod %s: %w", r.name, err)
-				}
+				p.doomed.objs = append(p.doomed.objs, r.pod)
 			}
 		}
 		kept = append(kept, &k)
 	}
 	first := !meta.IsStatusConditionTrue(status.Conditions, v1beta1.JobSuspended) ||
 		meta.FindStatusCondition(status.Conditions, v1beta1.JobSuspended).Reason != "Suspended"
-	summarize(container, groups, kept, status, false, nil, now)
+	summarize(container, p.groups, kept, status, false, nil, p.now)
 	status.StartTime = nil
 	status.Phase = v1beta1.JobPhaseSuspended
 	setCondition(status, v1beta1.JobSuspended, metav1.ConditionTrue, "Suspended",
-		"runPolicy.suspend is true: the job keeps no running pods and creates none until it is false", now)
-	setCondition(status, v1beta1.JobRunning, metav1.ConditionFalse, "Suspended", "the job is suspended", now)
-	if !equality.Semantic.DeepEqual(written, status) {
-		if err := e.writeStatus(ctx, job, base, status, now); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
+		"runPolicy.suspend is true: the job keeps no running pods and creates none until it is false", p.now)
+	setCondition(status, v1beta1.JobRunning, metav1.ConditionFalse, "Suspended", "the job is suspended", p.now)
 	if first {
-		e.record(job, event{kind: corev1.EventTypeNormal, reason: "Suspended", action: "Suspend",
+		p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: "Suspended", action: "Suspend",
 			note: fmt.Sprintf("runPolicy.suspend is true: deleted %s; none is created until it is false", count(deleting, "unfinished pod"))})
 	}
-	return reconcile.Result{}, nil
 }
 
-// resume ends a suspension once the pods it deleted are gone, saying so in status and an event;
-// until then it reports how soon to look again (the replicas keep their names, so a new pod
-// cannot be created while the old one terminates).
-func (e *Reconciler) resume(ctx context.Context, job, base ctrl.Object, replicas []*replica, status *v1beta1.JobStatus, now metav1.Time) (time.Duration, error) {
+// resume ends a suspension once the pods it deleted are gone, saying so in status and an event,
+// and is true; until then it says how soon to look again (the replicas keep their names, so a
+// new pod cannot be created while the old one terminates).
+func resume(p *pass) bool {
 	going := 0
-	for _, r := range replicas {
+	for _, r := range p.replicas {
 		if r.pod != nil && r.pod.DeletionTimestamp != nil {
 			going++
 		}
 	}
 	if going > 0 {
-		setCondition(status, v1beta1.JobSuspended, metav1.ConditionTrue, "Resuming",
-			fmt.Sprintf("runPolicy.suspend is false: waiting for %s the suspension deleted to go, then creating the replicas", count(going, "pod")), now)
-		return resumeWait, nil
+		setCondition(p.status, v1beta1.JobSuspended, metav1.ConditionTrue, "Resuming",
+			fmt.Sprintf("runPolicy.suspend is false: waiting for %s the suspension deleted to go, then creating the replicas", count(going, "pod")), p.now)
+		p.result.RequeueAfter = resumeWait
+		return false
 	}
-	setCondition(status, v1beta1.JobSuspended, metav1.ConditionFalse, "Resumed", "runPolicy.suspend is false: the replicas are created again", now)
-	status.Phase = v1beta1.JobPhaseCreating
-	if err := e.writeStatus(ctx, job, base, status, now); err != nil {
-		return 0, err
-	}
-	e.record(job, event{kind: corev1.EventTypeNormal, reason: "Resumed", action: "Resume",
+	setCondition(p.status, v1beta1.JobSuspended, metav1.ConditionFalse, "Resumed", "runPolicy.suspend is false: the replicas are created again", p.now)
+	p.status.Phase = v1beta1.JobPhaseCreating
+	p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: "Resumed", action: "Resume",
 		note: "runPolicy.suspend is false: creating the replicas; activeDeadlineSeconds counts from now"})
-	return 0, nil
+	return true
 }

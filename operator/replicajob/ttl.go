@@ -13,20 +13,25 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// expire deletes a finished job once ttlSecondsAfterFinished have passed since it ended. It
-// returns whether it deleted the job, or else how long until it should look again.
-func (e *Reconciler) expire(ctx context.Context, job client.Object, status *v1beta1.JobStatus, policy v1beta1.RunPolicy, now metav1.Time) (bool, time.Duration, error) {
+// expiry says whether a finished job's ttlSecondsAfterFinished have passed since it ended, or
+// else how long until they have; 0 when it has none.
+func expiry(status *v1beta1.JobStatus, policy v1beta1.RunPolicy, now metav1.Time) (bool, time.Duration) {
 	if policy.TTLSecondsAfterFinished == nil || status.CompletionTime == nil {
-		return false, 0, nil
+		return false, 0
 	}
-	expiry := status.CompletionTime.Add(time.Duration(*policy.TTLSecondsAfterFinished) * time.Second)
-	if left := expiry.Sub(now.Time); left > 0 {
-		return false, left, nil
+	at := status.CompletionTime.Add(time.Duration(*policy.TTLSecondsAfterFinished) * time.Second)
+	if left := at.Sub(now.Time); left > 0 {
+		return false, left
 	}
+	return true, 0
+}
+
+// expire deletes a job whose ttlSecondsAfterFinished have passed.
+func (e *Reconciler) expire(ctx context.Context, job client.Object) error {
 	// Background propagation: the job goes at once, the garbage collector takes what it owns.
 	err := e.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
-		return false, 0, fmt.Errorf("deleting job after ttlSecondsAfterFinished: %w", err)
+		return fmt.Errorf("deleting job after ttlSecondsAfterFinished: %w", err)
 	}
-	return true, 0, nil
+	return nil
 }

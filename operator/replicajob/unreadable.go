@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -21,35 +20,37 @@ import (
 // a Warning event and the condition Unreadable, naming the field; the gauge
 // mlkube_jobs_unreadable counts it until it reads whole again or is deleted.
 
-// holdUnreadable reports an unreadable job, once for each thing it says.
-func (e *Reconciler) holdUnreadable(ctx context.Context, job v1beta1.Job, mem *memory, now metav1.Time) error {
-	msg := fmt.Sprintf("cannot read %s; %s", job.Unreadable(), v1beta1.UnreadableHint)
-	if mem.counted == nil {
-		mem.counted = []string{e.Framework.Kind().Name, job.GetNamespace()}
-		unreadableJobs.WithLabelValues(mem.counted...).Inc()
+// countUnreadable counts an unreadable job in the gauge, once.
+func (m *memory) countUnreadable(kind, namespace string) {
+	if m.counted == nil {
+		m.counted = []string{kind, namespace}
+		unreadableJobs.WithLabelValues(m.counted...).Inc()
 	}
-	if mem.unreadable == msg {
-		return nil
+}
+
+// sayUnreadable decides what to say of an unreadable job, once for each thing it says.
+func sayUnreadable(p *pass) {
+	msg := fmt.Sprintf("cannot read %s; %s", p.unreadable, v1beta1.UnreadableHint)
+	if p.mem.unreadable == msg {
+		return
 	}
-	status := job.JobStatus()
-	if c := meta.FindStatusCondition(status.Conditions, v1beta1.JobUnreadable); c != nil && c.Status == metav1.ConditionTrue && c.Message == msg {
-		mem.unreadable = msg // said by an operator before this one
-		return nil
+	p.mem.unreadable = msg
+	if c := meta.FindStatusCondition(p.status.Conditions, v1beta1.JobUnreadable); c != nil && c.Status == metav1.ConditionTrue && c.Message == msg {
+		return // said by an operator before this one
 	}
-	e.record(job, event{kind: corev1.EventTypeWarning, reason: "Unreadable", action: "Read", note: msg})
-	mem.unreadable = msg
-	base := job.DeepCopyObject().(ctrl.Object)
-	setCondition(status, v1beta1.JobUnreadable, metav1.ConditionTrue, "DecodeFailed", msg, now)
-	err := e.writeStatus(ctx, job, base, status, now)
+	p.events = append(p.events, event{kind: corev1.EventTypeWarning, reason: "Unreadable", action: "Read", note: msg})
+	setCondition(p.status, v1beta1.JobUnreadable, metav1.ConditionTrue, "DecodeFailed", msg, p.now)
+}
+
+// unwritten is what a failed status write of an unreadable job returns.
+func unwritten(ctx context.Context, mem *memory, err error) error {
 	if apierrors.IsConflict(err) {
 		mem.unreadable = "" // said again with the newer version
 		return err
 	}
-	if err != nil {
-		// The status itself may be what cannot be written back (the CRD refuses what it holds):
-		// the event has said it, and retrying would say nothing new.
-		log.FromContext(ctx).Info("the condition Unreadable could not be written; the event says it", "error", err)
-	}
+	// The status itself may be what cannot be written back (the CRD refuses what it holds):
+	// the event has said it, and retrying would say nothing new.
+	log.FromContext(ctx).Info("the condition Unreadable could not be written; the event says it", "error", err)
 	return nil
 }
 
