@@ -142,8 +142,13 @@ func cutTemplateSchema(crd any) {
 	}})})
 	walk(crd, func(m map[string]any) {
 		if props, ok := m["properties"].(map[string]any); ok {
-			if _, ok := props["template"]; ok && (props["tfReplicaType"] != nil || props["mxReplicaType"] != nil) {
-				props["template"] = cut
+			if _, ok := props["template"]; !ok {
+				return
+			}
+			for _, k := range v1beta1.Kinds {
+				if props[k.TypeField] != nil {
+					props["template"] = cut
+				}
 			}
 		}
 	})

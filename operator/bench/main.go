@@ -163,12 +163,15 @@ var groups = []struct {
 	n   int
 }{{"MASTER", 1}, {"WORKER", 5}, {"PS", 2}}
 
+// tfjob is the kind the bench runs: its row of the table.
+var tfjob = v1beta1.KindOf(&v1beta1.TfJob{})
+
 func job(ns string, i int) *v1beta1.TfJob {
 	j := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("job-%d", i)}}
 	for _, g := range groups {
 		j.Spec.ReplicaSpecs = append(j.Spec.ReplicaSpecs, v1beta1.TfReplicaSpec{
 			TfReplicaType: v1beta1.TfReplicaType(g.typ), Replicas: int32(g.n),
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:dev"}}}},
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: tfjob.Container, Image: "mlkube/trainer:dev"}}}},
 		})
 	}
 	return j
@@ -232,7 +235,7 @@ func runFloor(n int, withJobs bool) (time.Duration, float64) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: "floor", Name: j.Name + ".created"},
 			EventTime:  metav1.NowMicro(), ReportingController: "bench", ReportingInstance: "bench",
 			Action: "Create", Reason: "Created", Note: "created 8 pods and 1 service", Type: corev1.EventTypeNormal,
-			Regarding: corev1.ObjectReference{APIVersion: v1beta1.GroupVersion.String(), Kind: "TfJob", Namespace: "floor", Name: j.Name, UID: j.UID},
+			Regarding: corev1.ObjectReference{APIVersion: v1beta1.GroupVersion.String(), Kind: tfjob.Name, Namespace: "floor", Name: j.Name, UID: j.UID},
 		})
 	}))
 	return time.Since(t0), apiserverCPU() - api0
@@ -245,7 +248,7 @@ func floorObjects(ns string, n int, oneService bool) []client.Object {
 	var objs []client.Object
 	for i := 0; i < n; i++ {
 		jobName := fmt.Sprintf("job-%d", i)
-		jobLabels := map[string]string{"mlkube.io/job-name": jobName, "mlkube.io/job-kind": "tfjob"}
+		jobLabels := map[string]string{v1beta1.LabelJobName: jobName, v1beta1.LabelJobKind: tfjob.Label()}
 		if oneService {
 			objs = append(objs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobName, Labels: jobLabels},
 				Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: jobLabels, PublishNotReadyAddresses: true}})
@@ -253,9 +256,9 @@ func floorObjects(ns string, n int, oneService bool) []client.Object {
 		for _, g := range groups {
 			for k := 0; k < g.n; k++ {
 				name := fmt.Sprintf("%s-%s-%d", jobName, strings.ToLower(g.typ), k)
-				labels := map[string]string{"mlkube.io/job-name": jobName, "mlkube.io/job-kind": "tfjob", "mlkube.io/replica-type": strings.ToLower(g.typ), "mlkube.io/replica-index": strconv.Itoa(k)}
+				labels := map[string]string{v1beta1.LabelJobName: jobName, v1beta1.LabelJobKind: tfjob.Label(), v1beta1.LabelReplicaType: strings.ToLower(g.typ), v1beta1.LabelReplicaIndex: strconv.Itoa(k)}
 				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "tensorflow", Image: "mlkube/trainer:dev",
+					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: tfjob.Container, Image: "mlkube/trainer:dev",
 						Env: []corev1.EnvVar{{Name: "TF_CONFIG", Value: strings.Repeat("x", 400)}}}}}}
 				if oneService {
 					pod.Spec.Hostname, pod.Spec.Subdomain = name, jobName

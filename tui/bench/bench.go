@@ -118,7 +118,7 @@ func bench(dir string, o options) error {
 		n := int32(100000 + i)
 		job := fmt.Sprintf("job-%03d", rand.IntN(20))
 		return fmt.Sprint(n), func() error {
-			return c.SetJobStatus(ctx, "TfJob", ns, job, v1beta1.JobStatus{Restarts: n})
+			return c.SetJobStatus(ctx, fixture.TfJob.Name, ns, job, v1beta1.JobStatus{Restarts: n})
 		}
 	})
 	if err != nil {
@@ -137,7 +137,7 @@ func bench(dir string, o options) error {
 		n := int32(200000 + i)
 		pod := fixture.PodName("job-000", "WORKER", rand.IntN(5))
 		return fmt.Sprint(n), func() error {
-			return c.SetPodStatus(ctx, ns, pod, fixture.PodRunning("tensorflow", n, 137, "Error"))
+			return c.SetPodStatus(ctx, ns, pod, fixture.PodRunning(fixture.TfJob.Container, n, 137, "Error"))
 		}
 	})
 	if err != nil {
@@ -182,23 +182,23 @@ func populate(ctx context.Context, c *fixture.Cluster, ns string, n int) error {
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("job-%03d", i)
 		g.Go(func() error {
-			uid, err := c.CreateJob(ctx, "TfJob", ns, name, groups, false)
+			uid, err := c.CreateJob(ctx, fixture.TfJob.Name, ns, name, groups, false)
 			if err != nil {
 				return err
 			}
-			if err := c.SetJobStatus(ctx, "TfJob", ns, name, fixture.Running(groups, 0)); err != nil {
+			if err := c.SetJobStatus(ctx, fixture.TfJob.Name, ns, name, fixture.Running(groups, 0)); err != nil {
 				return err
 			}
-			pods, err := c.CreatePods(ctx, "TfJob", ns, name, uid, groups, "node-1")
+			pods, err := c.CreatePods(ctx, fixture.TfJob.Name, ns, name, uid, groups, "node-1")
 			if err != nil {
 				return err
 			}
 			for _, p := range pods {
-				if err := c.SetPodStatus(ctx, ns, p, fixture.PodRunning("tensorflow", 0, 0, "")); err != nil {
+				if err := c.SetPodStatus(ctx, ns, p, fixture.PodRunning(fixture.TfJob.Container, 0, 0, "")); err != nil {
 					return err
 				}
 			}
-			return c.RecordEvent(ctx, "TfJob", ns, name, uid, "Normal", "Created", "created 8 pods and 8 services")
+			return c.RecordEvent(ctx, fixture.TfJob.Name, ns, name, uid, "Normal", "Created", "created 8 pods and 1 service")
 		})
 	}
 	return g.Wait()

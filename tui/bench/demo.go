@@ -36,12 +36,12 @@ func demo(dir string, benchJobs int) error {
 		return err
 	}
 	defer kubelet.Close()
-	kubelet.SetLog("team-a", "mnist-retry-master-0", "tensorflow", false,
+	kubelet.SetLog("team-a", "mnist-retry-master-0", fixture.TfJob.Container, false,
 		`INFO:tensorflow:TF_CONFIG environment variable: {"cluster": {"master": ["mnist-retry-master-0.team-a.svc:2222"], ...}, "task": {"type": "master", "index": 0}}`,
 		"INFO:tensorflow:Using MirroredStrategy with devices ('/job:master/task:0',)",
 		"INFO:tensorflow:global_step/sec: 41.5",
 		"step 0 loss=2.3026")
-	kubelet.SetLog("team-a", "mnist-retry-worker-1", "tensorflow", true,
+	kubelet.SetLog("team-a", "mnist-retry-worker-1", fixture.TfJob.Container, true,
 		"step 4100 loss=0.0512",
 		"Killed")
 	fmt.Printf("control plane up; try:\n  go run ./tui/cmd/tfjob-tui --kubeconfig %s -n team-a\n(ctrl-c stops it)\n", c.Kubeconfig)

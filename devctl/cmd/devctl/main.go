@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mlkube/mlkube/devctl/internal/commands"
+	"github.com/mlkube/mlkube/devctl/internal/convert"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -232,7 +233,7 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
   # what worker-0 printed before the kubelet restarted it
   devctl logs flaky --replica worker-0 --previous -n team-a
 
-  # the scheduler of an MXJob that has a TfJob of the same name beside it
+  # the scheduler of an MXJob, when a job of another kind has the same name
   devctl logs mnist --kind mxjob --replica scheduler-0`,
 		Args:              args(1),
 		ValidArgsFunction: completeJob(&opts.Namespace, &opts.Kind),
@@ -255,12 +256,7 @@ func convertCommand() *cobra.Command {
 		Use:   "convert FILE",
 		Short: "Print a " + kindsOr + " manifest of an older API as today's mlkube.io/v1beta1 job",
 		Long: `Convert reads the ` + kindsOr + ` manifest in FILE ("-": the standard input) and
-prints it as today's mlkube.io/v1beta1 job of that kind, in YAML, on stdout. For TfJob it reads the 2017
-mlkube.io/v1beta1 TfJob (snake_case replica_specs and its later camelCase form),
-tensorflow.org/v1alpha1 and kubeflow.org/v1alpha1 TfJobs, and kubeflow.org TFJobs v1alpha2 to v1
-(tfReplicaSpecs). For MXJob it reads fioravanzo.org/v1alpha1 and kubeflow.org/v1alpha1 MXJobs
-(replicaSpecs with mxReplicaType, mxPort or PsRootPort) and kubeflow.org MXJobs v1alpha2 to v1
-(mxReplicaSpecs). For PyTorchJob it reads kubeflow.org PyTorchJobs v1 (pytorchReplicaSpecs).
+prints it as today's mlkube.io/v1beta1 job of that kind, in YAML, on stdout. ` + convert.Reads + `
 A current job comes out as it went in. Everything the conversion changed,
 dropped or defaulted is printed on stderr, one "warning:" line each, so that the output can go
 straight to a file.

@@ -16,7 +16,7 @@ import (
 // convertManifest is convert.Convert; tests may put another in its place.
 var convertManifest = convert.Convert
 
-// Convert prints the job (TfJob or MXJob) of file, converted to today's API, as YAML on out;
+// Convert prints the job (of any kind) of file, converted to today's API, as YAML on out;
 // what the conversion changed or dropped goes to status as warnings. file "-" is the standard
 // input.
 func Convert(file string, stdin io.Reader, out, status io.Writer) error {
@@ -32,7 +32,7 @@ func Convert(file string, stdin io.Reader, out, status io.Writer) error {
 	return err
 }
 
-// loadJob reads the one job (TfJob or MXJob) of file, in any format the convert package reads,
+// loadJob reads the one job (of any kind) of file, in any format the convert package reads,
 // converts it and prints its warnings ("warning: converted from ..."). What cannot be read or
 // converted is a usage error: there is nothing to run.
 func loadJob(file string, stdin io.Reader, status io.Writer) (client.Object, error) {
@@ -51,7 +51,7 @@ func loadJob(file string, stdin io.Reader, status io.Writer) (client.Object, err
 		return nil, UsageError(fmt.Errorf("%s: %w", file, err))
 	}
 	if len(docs) != 1 {
-		return nil, UsageError(fmt.Errorf("%s holds %d documents; give one TfJob or MXJob per file", file, len(docs)))
+		return nil, UsageError(fmt.Errorf("%s holds %d documents; give one job per file", file, len(docs)))
 	}
 	res, err := convertManifest(docs[0])
 	if err != nil {

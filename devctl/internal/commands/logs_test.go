@@ -123,7 +123,7 @@ func TestConvertCommand(t *testing.T) {
 
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"two.yaml", fmt.Sprintf(smallJob, "1ms") + "---\n" + fmt.Sprintf(smallJob, "1ms"), "holds 2 documents; give one TfJob or MXJob per file"},
+		{"two.yaml", fmt.Sprintf(smallJob, "1ms") + "---\n" + fmt.Sprintf(smallJob, "1ms"), "holds 2 documents; give one job per file"},
 		{"deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n", "this is a Deployment of apps/v1, not a TfJob"},
 		{"broken.yaml", "a: [b\n", "is not YAML or JSON"},
 	} {

@@ -48,7 +48,7 @@ type RunOptions struct {
 // errTimeout is the cause of the context that --timeout ends.
 var errTimeout = errors.New("--timeout passed")
 
-// Run submits the job (TfJob or MXJob) of o.File to the cluster of the current kubeconfig
+// Run submits the job (of any kind of the table) of o.File to the cluster of the current kubeconfig
 // context and follows it until it ends: replica states and the job's status on status, every
 // replica's log on out. The error carries the exit code (ExitError): nil when the job
 // succeeded, ExitFailed when it failed, ExitUsage when there was nothing valid to submit,

@@ -97,7 +97,7 @@ type Result struct {
 func Follow(ctx context.Context, o Options) (*Result, error) {
 	kind := KindOf(o.Job)
 	if kind == nil {
-		return nil, fmt.Errorf("cannot follow a %T: devctl follows TfJobs and MXJobs", o.Job)
+		return nil, fmt.Errorf("cannot follow a %T: devctl follows jobs of the kinds %s", o.Job, v1beta1.KindNames("and"))
 	}
 	if o.Printer == nil {
 		o.Printer = NewPrinter(o.Job, false, false)

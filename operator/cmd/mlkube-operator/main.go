@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mlkube/mlkube/operator"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // defaultMemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT says otherwise.
@@ -51,7 +52,7 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: mlkube-operator [flags]\n\nRuns the TfJob operator against the cluster of --kubeconfig, $KUBECONFIG,\nthe in-cluster config or ~/.kube/config, in that order.\n\nFlags:\n")
+		fmt.Fprintf(os.Stderr, "Usage: mlkube-operator [flags]\n\nRuns the mlkube operator (%s) against the cluster of --kubeconfig, $KUBECONFIG,\nthe in-cluster config or ~/.kube/config, in that order.\n\nFlags:\n", v1beta1.KindNames("and"))
 		flag.PrintDefaults()
 	}
 	flag.Parse()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/tui"
 )
 
@@ -17,7 +18,7 @@ func main() {
 	var o tui.Options
 	fs := pflag.NewFlagSet("tfjob-tui", pflag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "tfjob-tui: a live dashboard of TfJobs and MXJobs (read-only). Keys: ? in the dashboard.\n\nUsage: tfjob-tui [flags]\n\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stderr, "tfjob-tui: a live dashboard of jobs (%s), read-only. Keys: ? in the dashboard.\n\nUsage: tfjob-tui [flags]\n\n%s", v1beta1.KindNames("and"), fs.FlagUsages())
 	}
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
 	fs.StringVar(&o.Context, "context", "", "kubeconfig context (default the current one)")

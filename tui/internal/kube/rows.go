@@ -35,7 +35,7 @@ type JobKey struct {
 
 func (k JobKey) String() string { return k.Namespace + "/" + k.Name }
 
-// Job is a row of the job list: a TfJob or MXJob as the dashboard shows it.
+// Job is a row of the job list: a job of any kind of the table, as the dashboard shows it.
 type Job struct {
 	metav1.ObjectMeta
 	Kind        string
