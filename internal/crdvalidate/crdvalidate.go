@@ -140,6 +140,44 @@ func Load() error {
 	return nil
 }
 
+// Bounds are the least and the greatest value the CRD of kind k takes for the integer at path,
+// a field as the apiserver names it with [*] for every item of a list:
+// "spec.replicaSpecs[*].replicas". A test that goes past a bound asks the CRD for it rather than
+// restating it.
+func Bounds(k *v1beta1.Kind, path string) (lo, hi int64, err error) {
+	c, err := crdOf(k)
+	if err != nil {
+		return 0, 0, err
+	}
+	s := c.structural
+	for _, part := range strings.Split(path, ".") {
+		name, each := strings.CutSuffix(part, "[*]")
+		p, ok := s.Properties[name]
+		if !ok {
+			return 0, 0, fmt.Errorf("the %s CRD has no %s", k.Name, path)
+		}
+		s = &p
+		if each {
+			if s.Items == nil {
+				return 0, 0, fmt.Errorf("the %s CRD's %s (of %s) is no list", k.Name, name, path)
+			}
+			s = s.Items
+		}
+	}
+	v := s.ValueValidation
+	if s.Type != "integer" || v == nil || v.Minimum == nil || v.Maximum == nil {
+		return 0, 0, fmt.Errorf("the %s CRD's %s is no integer with a minimum and a maximum", k.Name, path)
+	}
+	lo, hi = int64(*v.Minimum), int64(*v.Maximum)
+	if v.ExclusiveMinimum {
+		lo++
+	}
+	if v.ExclusiveMaximum {
+		hi--
+	}
+	return lo, hi, nil
+}
+
 // Line is one error in one line, the way devctl prints the apiserver's causes: the field,
 // then the message without what the field already says (the schema's "<field> in body", the
 // placeholder value of a rule on an object), and the value a person wrote at the end:

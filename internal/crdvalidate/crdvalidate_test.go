@@ -140,6 +140,43 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+// Bounds are the CRD's: at them Validate takes a value, and one past them it refuses, at that
+// field, in every kind; a path to no bounded integer is an error.
+func TestBounds(t *testing.T) {
+	for _, k := range v1beta1.Kinds {
+		for _, key := range []string{"replicas", k.PortField} {
+			lo, hi, err := Bounds(k, "spec.replicaSpecs[*]."+key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := "spec.replicaSpecs[0]." + key
+			for n, refused := range map[int64]bool{lo - 1: true, lo: false, hi: false, hi + 1: true} {
+				group := map[string]any{k.TypeField: k.Types[len(k.Types)-1], key: n}
+				if key != "replicas" {
+					group["replicas"] = int64(1)
+				}
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": v1beta1.GroupVersion.String(), "kind": k.Name, "metadata": map[string]any{"name": "j"},
+					"spec": map[string]any{"replicaSpecs": []any{group}},
+				}}
+				got := false
+				for _, e := range ValidateAll(u) {
+					got = got || e.Field == at
+				}
+				if got != refused {
+					t.Errorf("%s %s %d: refused %v, want %v (bounds %d, %d)", k.Name, key, n, got, refused, lo, hi)
+				}
+			}
+		}
+	}
+	k := v1beta1.KindOf(&v1beta1.TfJob{})
+	for _, path := range []string{"spec.replicaSpecs[*].tfReplicaType", "spec.replicaSpecs.replicas", "spec.nothing", "spec.runPolicy.suspend"} {
+		if lo, hi, err := Bounds(k, path); err == nil {
+			t.Errorf("Bounds(%s) = %d, %d, want an error", path, lo, hi)
+		}
+	}
+}
+
 func TestNotAJob(t *testing.T) {
 	if errs := Validate(&corev1.Pod{}); len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
 		t.Errorf("Validate of a pod: %v", errs)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
+	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -17,8 +19,24 @@ import (
 const GroupBytes = 1 + 2 + 3
 
 // OutOfRange are the replica counts a negative fuzzed count stands for: the CRD's bounds
-// crossed, and the extremes, which must be refused before anything is allocated for them.
-var OutOfRange = []int32{-1, 10001, math.MaxInt32, math.MinInt32}
+// crossed, read from the CRDs (one below the least minimum of any kind, or -1 where that is 0,
+// which the Go type reads as unset; one above the greatest maximum), and the extremes, which
+// must be refused before anything is allocated for them.
+var OutOfRange = sync.OnceValue(func() []int32 {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, k := range v1beta1.Kinds {
+		klo, khi, err := crdvalidate.Bounds(k, "spec.replicaSpecs[*].replicas")
+		if err != nil {
+			panic(err) // the CRDs are built in (operator/config): one that does not load is a bug
+		}
+		lo, hi = min(lo, klo), max(hi, khi)
+	}
+	below := int32(lo - 1)
+	if below == 0 {
+		below = -1
+	}
+	return []int32{below, int32(hi + 1), math.MaxInt32, math.MinInt32}
+})
 
 // BigReplicas marks, in the fuzzer's int16, a count of thousands: one in 64 of the positive
 // values, so that most execs take microseconds, not milliseconds.
@@ -31,7 +49,8 @@ const BigReplicas = 0x7e00
 func FuzzReplicas(v int16) int32 {
 	switch {
 	case v < 0:
-		return OutOfRange[int(-(v+1))%len(OutOfRange)]
+		out := OutOfRange()
+		return out[int(-(v+1))%len(out)]
 	case v >= BigReplicas:
 		return 2000 + 8*int32(v-BigReplicas)
 	default:

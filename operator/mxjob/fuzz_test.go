@@ -58,7 +58,7 @@ func FuzzEnv(f *testing.F) {
 		{"mx", "ns", join(jobtest.FuzzGroup(0, 2, 0), jobtest.FuzzGroup(2, 1, 0)), 0, 1}, // two schedulers
 		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 70000), jobtest.FuzzGroup(2, 1, 0)), 1, 0},
 		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, -1), jobtest.FuzzGroup(2, 1, 0)), 1, 0},
-		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, -2, 0)), 1, 0}, // 10001 workers
+		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, -2, 0)), 1, 0}, // workers one past the CRD's maximum
 		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, -1, 0)), 1, 0}, // -1 workers
 		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(2, 3, 0)), 1, 0},
 		{"mx", "ns", join(jobtest.FuzzGroup(0, 1, 0), jobtest.FuzzGroup(2, 2, 0), jobtest.FuzzGroup(3, 3, 0)), 2, 0},

@@ -76,7 +76,7 @@ func FuzzTFConfig(f *testing.F) {
 		{"j", "ns", join(jobtest.FuzzGroup(2, big(4000), 0)), 0, 3999},
 		{"j", "ns", join(jobtest.FuzzGroup(2, big(5000), 0)), 0, 0},
 		{"j", "ns", join(jobtest.FuzzGroup(2, -1, 2222)), 0, 0}, // -1
-		{"j", "ns", join(jobtest.FuzzGroup(2, -2, 2222)), 0, 0}, // 10001
+		{"j", "ns", join(jobtest.FuzzGroup(2, -2, 2222)), 0, 0}, // one past the CRD's maximum
 		{"j", "ns", join(jobtest.FuzzGroup(2, -3, 2222)), 0, 0}, // MaxInt32
 		{"j", "ns", join(jobtest.FuzzGroup(2, 1, 65536)), 0, 0},
 		{"j", "ns", join(jobtest.FuzzGroup(2, 1, -1)), 0, 0},

@@ -25,7 +25,8 @@
 // restart Never, or OnFailure for PyTorch) and says, in Result.Warnings, everything a person
 // should know: the conversion itself, each field dropped, each default applied, and what the
 // apiserver would refuse in the result, in its own words: the job is validated in process
-// against the CRD (internal/crdvalidate). What cannot be converted is an error naming the field.
+// against the CRD (internal/crdvalidate), which alone says what a field takes; convert carries
+// values into the job as written (crd.go). What cannot be converted is an error naming the field.
 package convert
 
 import (
@@ -266,12 +267,25 @@ type replicaGroup struct {
 	port     int32
 	policy   v1beta1.RestartPolicy
 	template corev1.PodTemplateSpec
+	// path is where the manifest had the group; from, where it had each of today's fields of
+	// the group that it set (by today's key: tfPort), for the CRD's refusals (origins).
+	path string
+	from map[string]string
+}
+
+// came says that the manifest set the group's field key (today's) at path.
+func (g *replicaGroup) came(key, path string) {
+	if g.from == nil {
+		g.from = map[string]string{}
+	}
+	g.from[key] = path
 }
 
 // finish makes the job of a conversion: it warns of the fields of spec and doc no one read,
 // builds the job of kind k from its metadata, groups and the other fields of its spec (spec:
 // runPolicy, tensorboard, ...), and warns of what the apiserver would refuse in it.
-func finish(k *jobKind, doc, spec *fields, meta metav1.ObjectMeta, groups []replicaGroup, specFields map[string]any, from string, w *warnings) (*Result, error) {
+// o says where the manifest had the fields of spec that are not in groups (runPolicy, ...).
+func finish(k *jobKind, doc, spec *fields, meta metav1.ObjectMeta, groups []replicaGroup, specFields map[string]any, o origins, from string, w *warnings) (*Result, error) {
 	w.dropped(spec.unread(), fmt.Sprintf("today's %s has no such fields", k.Name))
 	w.dropped(doc.unread(), fmt.Sprintf("%s has no such top-level fields", aKind(k.Name)))
 	job, err := k.build(meta, groups, specFields)
@@ -279,11 +293,15 @@ func finish(k *jobKind, doc, spec *fields, meta metav1.ObjectMeta, groups []repl
 		return nil, err
 	}
 	res := &Result{Job: job, From: from, Invalid: crdvalidate.Validate(job)}
+	for i := range groups {
+		o.group(i, &groups[i])
+	}
 	// The conversion does not change the job to pass: each is a decision about the job (which
 	// replica decides, how groups merge, what the training container is called) that the old
-	// operator did not make either.
+	// operator did not make either. Nor does it check a range or an enum itself: a value out of
+	// either reaches the job as written, and the CRD says what it takes.
 	for _, e := range res.Invalid {
-		w.add("the apiserver would refuse the job: %s", crdvalidate.Line(e))
+		w.add("%s", o.refused(e))
 	}
 	res.Warnings = *w
 	return res, nil

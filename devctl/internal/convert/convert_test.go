@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -490,8 +491,10 @@ func assertRefusals(t *testing.T, res *Result, want ...[]string) {
 		t.Errorf("%d refusals warned of, %d in Invalid: %v", len(refusals), len(res.Invalid), res.Invalid)
 	}
 	for i, e := range res.Invalid {
-		if i < len(refusals) && refusals[i] != prefix+crdvalidate.Line(e) {
-			t.Errorf("warning %q, want %q", refusals[i], prefix+crdvalidate.Line(e))
+		// In the CRD's words, then where the manifest had the field, when it named it otherwise.
+		line := prefix + crdvalidate.Line(e)
+		if i < len(refusals) && refusals[i] != line && !strings.HasPrefix(refusals[i], line+"; in the manifest, ") {
+			t.Errorf("warning %q, want %q", refusals[i], line)
 		}
 	}
 	for _, parts := range want {
@@ -548,26 +551,16 @@ func TestErrorsNameTheField(t *testing.T) {
 	const kubeflow = "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: a}\n"
 	const tmpl = "{spec: {containers: [{name: tensorflow, image: x}]}}"
 	for _, tc := range []struct{ manifest, want string }{
-		{old + "spec:\n  replica_specs:\n  - {tf_replica_type: MASTER, template: " + tmpl + "}\n  - {tf_replica_type: CHEF, template: " + tmpl + "}",
-			`spec.replica_specs[1].tf_replica_type: "CHEF" is not one of MASTER, WORKER, PS`},
-		{old + "spec:\n  replica_specs:\n  - {tf_replica_type: EVALUATOR, template: " + tmpl + "}",
-			`spec.replica_specs[0].tf_replica_type: "EVALUATOR" is not one of MASTER, WORKER, PS`},
 		{old + "spec:\n  replica_specs:\n  - {replicas: two, template: " + tmpl + "}",
 			`spec.replica_specs[0].replicas: "two" is not a whole number`},
 		{old + "spec:\n  replica_specs:\n  - {replicas: 1.5, template: " + tmpl + "}",
 			`spec.replica_specs[0].replicas: 1.5 is not a whole number`},
-		{old + "spec:\n  replica_specs:\n  - {replicas: -1, template: " + tmpl + "}",
-			`spec.replica_specs[0].replicas: -1 is out of range`},
-		{old + "spec:\n  replica_specs:\n  - {tf_port: 70000, template: " + tmpl + "}",
-			`spec.replica_specs[0].tf_port: 70000 is out of range: it must be between 1 and 65535`},
 		{old + "spec:\n  replica_specs:\n  - {tf_replica_type: WORKER}",
 			`spec.replica_specs[0].template is missing`},
 		{old + "spec:\n  replica_specs:\n  - {template: {spec: {containers: {name: tensorflow}}}}",
 			`spec.replica_specs[0].template.spec.containers: is an object, which does not fit a []v1.Container`},
 		{old + "spec:\n  replica_specs:\n  - {template: {spec: {containers: [{name: tensorflow, image: 7}]}}}",
 			`spec.replica_specs[0].template.spec.containers.image: is a number`},
-		{old + "spec:\n  replica_specs:\n  - {template: {spec: {restartPolicy: Sometimes, containers: [{name: tensorflow}]}}}",
-			`spec.replica_specs[0].template.spec.restartPolicy: "Sometimes" is not one of Always, OnFailure, Never`},
 		{old + "spec:\n  replica_specs:\n  - {template: " + tmpl + "}\n  replicaSpecs: []",
 			`spec: both replicaSpecs and replica_specs are set`},
 		{old + "spec:\n  replica_specs: {MASTER: {}}", `spec.replica_specs: is an object, not a list`},
@@ -576,21 +569,14 @@ func TestErrorsNameTheField(t *testing.T) {
 		{old + "spec:\n  tfReplicaSpecs: {}", `set apiVersion: kubeflow.org/v1`},
 		{old + "status: {}", `spec is missing`},
 		{old + "spec:\n  replica_specs:\n  - {replicas: 0, template: " + tmpl + "}", `spec.replica_specs: every group has replicas: 0`},
-		{old + "spec:\n  tensor_board: {service_type: NodePort}\n  replica_specs:\n  - {template: " + tmpl + "}", `spec.tensor_board.logDir is missing`},
-		{old + "spec:\n  tensorboard: {logDir: /l, serviceType: Internal}\n  replicaSpecs:\n  - {template: " + tmpl + "}", `spec.tensorboard.serviceType: "Internal" is not one of ClusterIP, NodePort, LoadBalancer`},
 		{old + "spec:\n  terminationPolicy: {chief: {replicaName: MASTER, replicaIndex: first}}\n  replicaSpecs:\n  - {template: " + tmpl + "}", `spec.terminationPolicy.chief.replicaIndex: "first" is not a whole number`},
-		{"apiVersion: kubeflow.org/v1alpha1\nkind: TFJob\nmetadata: {name: a}\nspec:\n  cleanPodPolicy: CleanSome\n  replicaSpecs:\n  - {template: " + tmpl + "}", `spec.cleanPodPolicy: "CleanSome" is not one of All, Running, None`},
 		{"apiVersion: mlkube.io/v1beta1\nkind: TfJob\nmetadata: {name: a, labels: {version: 2}}\nspec:\n  replica_specs:\n  - {template: " + tmpl + "}", `metadata.labels: is a number, which does not fit a string`},
 		{kubeflow + "spec:\n  tfReplicaSpecs:\n    Boss: {template: " + tmpl + "}", `spec.tfReplicaSpecs.Boss: "Boss" is not one of Chief, Master, Worker, PS, Evaluator`},
 		{kubeflow + "spec:\n  tfReplicaSpecs:\n    Worker: {template: " + tmpl + "}\n    worker: {template: " + tmpl + "}", `spec.tfReplicaSpecs: Worker and worker name the same replica type`},
-		{kubeflow + "spec:\n  tfReplicaSpecs:\n    Worker: {restartPolicy: Sometimes, template: " + tmpl + "}", `spec.tfReplicaSpecs.Worker.restartPolicy: "Sometimes" is not one of ExitCode, OnFailure, Never, Always`},
 		{kubeflow + "spec:\n  tfReplicaSpecs:\n    PS: {replicas: 2}", `spec.tfReplicaSpecs.PS.template is missing`},
 		{kubeflow + "spec:\n  tfReplicaSpecs:\n    Worker: {replicas: 0, template: " + tmpl + "}", `spec.tfReplicaSpecs: has no replica group with a replica to run`},
 		{kubeflow + "spec:\n  tfReplicaSpecs: [{template: " + tmpl + "}]", `spec.tfReplicaSpecs: is a list, not an object`},
 		{kubeflow + "spec:\n  replicaSpecs: [{template: " + tmpl + "}]", `spec.tfReplicaSpecs is missing; spec.replicaSpecs is the list form`},
-		{kubeflow + "spec:\n  runPolicy: {cleanPodPolicy: Sometimes}\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}", `spec.runPolicy.cleanPodPolicy: "Sometimes" is not one of All, Running, None`},
-		{kubeflow + "spec:\n  runPolicy: {activeDeadlineSeconds: 0}\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}", `spec.runPolicy.activeDeadlineSeconds: 0 is out of range: it must be at least 1`},
-		{kubeflow + "spec:\n  backoffLimit: 99999999999\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}", `spec.backoffLimit: 99999999999 is out of range`},
 		{kubeflow + "spec:\n  enableDynamicWorker: yes please\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}", `spec.enableDynamicWorker: is "yes please", not true or false`},
 	} {
 		_, err := Convert([]byte(tc.manifest))
@@ -690,30 +676,149 @@ status: {phase: Done}`)
 }
 
 // A manifest is read strictly, though a job decodes leniently from a cluster (an unreadable
-// job must not fail a list): a number past its field's range, or of another type, is an error
-// naming the field, never a job with its spec left empty.
+// job must not fail a list): a value today's Go type cannot hold (of another type, past 32 bits,
+// or a 0 that would read as unset) is an error naming the field, never a job with its spec left
+// empty or the value changed. Where the CRD has a rule for the value, the error is in its words.
 func TestAValueItsFieldCannotHoldIsAnError(t *testing.T) {
-	for _, tc := range []struct{ runPolicy, port, want string }{
-		{"ttlSecondsAfterFinished: 2592000000", "2222", "spec.runPolicy.ttlSecondsAfterFinished"},
-		{"backoffLimit: three", "2222", "spec.runPolicy.backoffLimit"},
-		{"backoffLimit: 3", "3000000000", "containerPort"},
+	const current = "apiVersion: mlkube.io/v1beta1\nkind: TfJob\nmetadata: {name: x}\nspec:\n"
+	const old = "apiVersion: mlkube.io/v1beta1\nkind: TfJob\nmetadata: {name: x}\nspec:\n  replica_specs:\n"
+	const kubeflow = "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: x}\nspec:\n"
+	const tmpl = "{spec: {containers: [{name: tensorflow, image: trainer}]}}"
+	for _, tc := range []struct{ manifest, want string }{
+		{current + "  runPolicy: {ttlSecondsAfterFinished: 2592000000}\n  replicaSpecs:\n  - {tfReplicaType: WORKER, template: " + tmpl + "}",
+			"spec.runPolicy.ttlSecondsAfterFinished: should be less than or equal to 2147483647 (got 2592000000)"},
+		{current + "  runPolicy: {backoffLimit: three}\n  replicaSpecs:\n  - {tfReplicaType: WORKER, template: " + tmpl + "}",
+			`spec.runPolicy.backoffLimit: "three" is not a whole number`},
+		{current + "  replicaSpecs:\n  - tfReplicaType: WORKER\n    template: {spec: {containers: [{name: tensorflow, image: trainer, ports: [{containerPort: 3000000000}]}]}}",
+			"containerPort"},
+		{kubeflow + "  backoffLimit: 99999999999\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}",
+			"spec.backoffLimit: should be less than or equal to 2147483647 (got 99999999999)"},
+		{old + "  - {tf_port: 0, template: " + tmpl + "}", "spec.replica_specs[0].tf_port: should be greater than or equal to 1 (got 0)"},
+		{old + "  - {tf_port: 4294967296, template: " + tmpl + "}", "spec.replica_specs[0].tf_port: should be less than or equal to 65535 (got 4294967296)"},
+		{old + "  - {tf_port: two, template: " + tmpl + "}", `spec.replica_specs[0].tf_port: "two" is not a whole number`},
+		{old + "  - {replicas: 4294967297, template: " + tmpl + "}", "spec.replica_specs[0].replicas: should be less than or equal to 10000 (got 4294967297)"},
+		{old + "  - {replicas: 1e20, template: " + tmpl + "}", "spec.replica_specs[0].replicas: 100000000000000000000 is not a whole number that fits 64 bits"},
+		{old + "  - {tf_replica_type: 1, template: " + tmpl + "}", "spec.replica_specs[0].tf_replica_type: is 1, not a string"},
 	} {
-		manifest := `apiVersion: mlkube.io/v1beta1
-kind: TfJob
-metadata: {name: x}
-spec:
-  runPolicy: {` + tc.runPolicy + `}
-  replicaSpecs:
-  - tfReplicaType: WORKER
-    template: {spec: {containers: [{name: tensorflow, image: trainer, ports: [{containerPort: ` + tc.port + `}]}]}}
-`
-		res, err := Convert([]byte(manifest))
+		res, err := Convert([]byte(tc.manifest))
 		if err == nil {
-			t.Errorf("%s: converted, want an error naming the field; job %+v", tc.runPolicy, res.Job)
+			t.Errorf("%s\nconverted, want an error naming the field; job %+v", tc.manifest, res.Job)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %q, want it to say %q", tc.runPolicy, err, tc.want)
+			t.Errorf("%s\nerror %q, want it to say %q", tc.manifest, err, tc.want)
 		}
+	}
+}
+
+// Convert checks no range or enum of today's API: a value out of one, in any form, reaches the
+// converted job as written, and the CRD's refusal of it reaches the person, in its words (what
+// the field takes) at the field of today's job, and where the manifest had it when that differs.
+func TestTheCRDSaysWhatIsOutOfRange(t *testing.T) {
+	const snake = "apiVersion: mlkube.io/v1beta1\nkind: TfJob\nmetadata: {name: a}\nspec:\n"
+	const kubeflow = "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: a}\nspec:\n"
+	const tmpl = "{spec: {containers: [{name: tensorflow, image: x}]}}"
+	for _, tc := range []struct {
+		name, manifest string
+		field          string // today's, where the CRD refuses the value
+		says, from     string // what the refusal says, and where the manifest had the field ("" when there)
+		kept           string // the value as written, in the converted job's YAML
+	}{{
+		name:     "a port past 65535, in a group after one left out",
+		manifest: snake + "  replica_specs:\n  - {tf_replica_type: WORKER, replicas: 0, template: " + tmpl + "}\n  - {tf_port: 70000, template: " + tmpl + "}",
+		field:    "spec.replicaSpecs[0].tfPort", says: "should be less than or equal to 65535 (got 70000)",
+		from: "spec.replica_specs[1].tf_port", kept: "tfPort: 70000",
+	}, {
+		name:     "negative replicas",
+		manifest: snake + "  replica_specs:\n  - {replicas: -1, template: " + tmpl + "}",
+		field:    "spec.replicaSpecs[0].replicas", says: "should be greater than or equal to 1 (got -1)",
+		from: "spec.replica_specs[0].replicas", kept: "replicas: -1",
+	}, {
+		name:     "a replica type misspelt",
+		manifest: snake + "  replica_specs:\n  - {template: " + tmpl + "}\n  - {tf_replica_type: CHEF, template: " + tmpl + "}",
+		field:    "spec.replicaSpecs[1].tfReplicaType", says: `Unsupported value: "CHEF": supported values: "MASTER", "CHIEF"`,
+		from: "spec.replica_specs[1].tf_replica_type", kept: "tfReplicaType: CHEF",
+	}, {
+		name:     "a pod's restartPolicy misspelt, moved to the group",
+		manifest: snake + "  replica_specs:\n  - {template: {spec: {restartPolicy: Sometimes, containers: [{name: tensorflow, image: x}]}}}",
+		field:    "spec.replicaSpecs[0].restartPolicy", says: `Unsupported value: "Sometimes": supported values: "ExitCode"`,
+		from: "spec.replica_specs[0].template.spec.restartPolicy", kept: "restartPolicy: Sometimes",
+	}, {
+		name:     "TensorBoard without logDir",
+		manifest: snake + "  tensor_board: {service_type: NodePort}\n  replica_specs:\n  - {template: " + tmpl + "}",
+		field:    "spec.tensorboard.logDir", says: "should be at least 1 chars long",
+		from: "spec.tensor_board", kept: "serviceType: NodePort",
+	}, {
+		name:     "a TensorBoard service type misspelt",
+		manifest: snake + "  tensor_board: {log_dir: /l, service_type: Internal}\n  replica_specs:\n  - {template: " + tmpl + "}",
+		field:    "spec.tensorboard.serviceType", says: `Unsupported value: "Internal": supported values: "ClusterIP", "NodePort", "LoadBalancer"`,
+		from: "spec.tensor_board.service_type", kept: "serviceType: Internal",
+	}, {
+		name:     "kubeflow.org/v1alpha1's cleanPodPolicy misspelt",
+		manifest: "apiVersion: kubeflow.org/v1alpha1\nkind: TFJob\nmetadata: {name: a}\nspec:\n  cleanPodPolicy: CleanSome\n  replicaSpecs:\n  - {template: " + tmpl + "}",
+		field:    "spec.runPolicy.cleanPodPolicy", says: `Unsupported value: "CleanSome": supported values: "Running", "All", "None"`,
+		from: "spec.cleanPodPolicy", kept: "cleanPodPolicy: CleanSome",
+	}, {
+		name:     "Kubeflow's restartPolicy misspelt",
+		manifest: kubeflow + "  tfReplicaSpecs:\n    Worker: {restartPolicy: Sometimes, template: " + tmpl + "}",
+		field:    "spec.replicaSpecs[0].restartPolicy", says: `Unsupported value: "Sometimes"`,
+		from: "spec.tfReplicaSpecs.Worker.restartPolicy", kept: "restartPolicy: Sometimes",
+	}, {
+		name:     "Kubeflow's port past 65535, from the container's",
+		manifest: kubeflow + "  tfReplicaSpecs:\n    Worker: {template: {spec: {containers: [{name: tensorflow, image: x, ports: [{name: tfjob-port, containerPort: 70000}]}]}}}",
+		field:    "spec.replicaSpecs[0].tfPort", says: "should be less than or equal to 65535 (got 70000)",
+		from: "spec.tfReplicaSpecs.Worker.template.spec.containers[0].ports[0].containerPort", kept: "tfPort: 70000",
+	}, {
+		name:     "run policy minimums",
+		manifest: kubeflow + "  runPolicy: {activeDeadlineSeconds: 0, backoffLimit: -1}\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}",
+		field:    "spec.runPolicy.activeDeadlineSeconds", says: "should be greater than or equal to 1 (got 0)",
+		kept: "activeDeadlineSeconds: 0",
+	}, {
+		name:     "a run policy field at the top of the spec, as Kubeflow's v1alpha2 had it",
+		manifest: "apiVersion: kubeflow.org/v1alpha2\nkind: TFJob\nmetadata: {name: a}\nspec:\n  ttlSecondsAfterFinishing: -5\n  tfReplicaSpecs: {Worker: {template: " + tmpl + "}}",
+		field:    "spec.runPolicy.ttlSecondsAfterFinished", says: "should be greater than or equal to 0 (got -5)",
+		from: "spec.ttlSecondsAfterFinishing", kept: "ttlSecondsAfterFinished: -5",
+	}, {
+		name:     "the fork's mxPort past 65535",
+		manifest: "apiVersion: fioravanzo.org/v1alpha1\nkind: MXJob\nmetadata: {name: a}\nspec:\n  replicaSpecs:\n  - {mxPort: 70000, template: " + mxTmpl + "}",
+		field:    "spec.replicaSpecs[0].port", says: "should be less than or equal to 65535 (got 70000)",
+		from: "spec.replicaSpecs[0].mxPort", kept: "port: 70000",
+	}, {
+		name:     "an MXJob replica type of TensorFlow's",
+		manifest: "apiVersion: fioravanzo.org/v1alpha1\nkind: MXJob\nmetadata: {name: a}\nspec:\n  replicaSpecs:\n  - {template: " + mxTmpl + "}\n  - {mxReplicaType: PS, template: " + mxTmpl + "}",
+		field:    "spec.replicaSpecs[1].mxReplicaType", says: `Unsupported value: "PS": supported values: "SCHEDULER", "SERVER", "WORKER"`,
+		kept: "mxReplicaType: PS",
+	}, {
+		name:     "a PyTorchJob replica type of TensorFlow's",
+		manifest: "apiVersion: mlkube.io/v1beta1\nkind: PyTorchJob\nmetadata: {name: a}\nspec:\n  replicaSpecs:\n  - {pytorchReplicaType: MASTER, template: " + ptTmpl + "}\n  - {pytorchReplicaType: CHIEF, template: {spec: {restartPolicy: Never, containers: [{name: pytorch, image: x}]}}}",
+		field:    "spec.replicaSpecs[1].pytorchReplicaType", says: `Unsupported value: "CHIEF": supported values: "MASTER", "WORKER"`,
+		kept: "pytorchReplicaType: CHIEF",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustConvert(t, tc.manifest)
+			var at *field.Error
+			for _, e := range res.Invalid {
+				if e.Field == tc.field {
+					at = e
+				}
+			}
+			if at == nil {
+				t.Fatalf("the CRD refuses nothing at %s: %v", tc.field, res.Invalid)
+			}
+			want := []string{tc.field + ": " + tc.says}
+			if tc.from != "" {
+				want = append(want, "; in the manifest, "+tc.from)
+			} else if hasWarning(res, tc.field, "; in the manifest, ") {
+				t.Errorf("a refusal names the field twice over; warnings:\n%s", strings.Join(res.Warnings, "\n"))
+			}
+			assertRefusals(t, res, want)
+			y, err := YAML(res.Job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(y), tc.kept) {
+				t.Errorf("the converted job lacks %q:\n%s", tc.kept, y)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mlkube/mlkube/internal/crdvalidate"
 )
 
 // saysWhere is how every error of convert opens: the document, the manifest, or the path of
@@ -15,7 +17,9 @@ var saysWhere = regexp.MustCompile(`^(document \d+[ :]|this is |the manifest |sp
 // FuzzConvert feeds convert (without Convert's recover, so that a panic shows) anything at all,
 // starting from the test inputs and the samples. Whatever it gets, it must not panic; an error
 // must say where and why; a result must be a job with a replica group, whose YAML reads back as
-// today's API. Run it with: go test ./devctl/internal/convert -run '^$' -fuzz FuzzConvert -fuzztime 20s
+// today's API, and every refusal of the CRD (convert checks no range or enum itself) must reach
+// the person as a warning in the CRD's words.
+// Run it with: go test ./devctl/internal/convert -run '^$' -fuzz FuzzConvert -fuzztime 20s
 func FuzzConvert(f *testing.F) {
 	var seeds []string
 	for _, pattern := range []string{
@@ -46,6 +50,10 @@ func FuzzConvert(f *testing.F) {
 		"apiVersion: mlkube.io/v1beta1\nkind: MXJob\nspec: {replicaSpecs: [{mxReplicaType: SCHEDULER, port: 0, template: {}}]}",
 		"apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {elasticPolicy: {maxReplicas: 4}, nprocPerNode: auto, pytorchReplicaSpecs: {worker: {template: {}}, MASTER: {replicas: 2}}}",
 		"apiVersion: mlkube.io/v1beta1\nkind: PyTorchJob\nspec: {replicaSpecs: [{pytorchReplicaType: MASTER, replicas: 0, template: {}}, {port: 1}]}",
+		// Values the CRD refuses, kept as written; values today's Go types cannot hold.
+		"apiVersion: mlkube.io/v1beta1\nkind: TfJob\nspec: {tensor_board: {service_type: Internal}, replica_specs: [{tf_port: 70000, replicas: -1, tf_replica_type: CHEF, template: {spec: {restartPolicy: Sometimes}}}]}",
+		"apiVersion: kubeflow.org/v1alpha2\nkind: TFJob\nspec: {cleanPodPolicy: CleanSome, ttlSecondsAfterFinishing: -1, tfReplicaSpecs: {Worker: {template: {spec: {containers: [{name: tensorflow, ports: [{name: tfjob-port, containerPort: -1}]}]}}}}}",
+		"apiVersion: tensorflow.org/v1alpha1\nkind: TfJob\nspec: {runPolicy: {backoffLimit: 4294967296}, replicaSpecs: [{tfPort: 0, replicas: 1e10, template: {}}]}",
 		// Regression: a null key was "unsupported map key of type: %!s(<nil>), key: <nil>, ...".
 		"apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {replicas: 1, template: {~: x}}}}",
 		"metadata: {name: [a]}\napiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {tfReplicaSpecs: {Worker: {}}}",
@@ -77,6 +85,11 @@ func FuzzConvert(f *testing.F) {
 		}
 		if res.From != "" && (again.From != "" || len(again.Warnings) != 0) {
 			t.Fatalf("the converted job of %q is not taken for today's API: From %q, warnings %q\n%s", data, again.From, again.Warnings, y)
+		}
+		for _, e := range res.Invalid {
+			if res.From != "" && !hasWarning(res, "the apiserver would refuse the job: "+crdvalidate.Line(e)) {
+				t.Fatalf("the CRD's refusal %q of the converted job of %q is not warned of: %q", crdvalidate.Line(e), data, res.Warnings)
+			}
 		}
 	})
 }

@@ -11,9 +11,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/ from what Convert gives now")
 
-// TestGolden converts every testdata/*.yaml, one per format, and compares what it gives
-// (From, the warnings and the YAML of the job) with testdata/<name>.golden. Run with -update
-// to rewrite them after a change, and read the diff.
+// TestGolden converts every testdata/*.yaml, one per format and one of values the CRD refuses
+// (out-of-range.yaml), and compares what it gives (From, the warnings and the YAML of the job)
+// with testdata/<name>.golden. Run with -update to rewrite them after a change, and read the
+// diff.
 func TestGolden(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
 	if err != nil || len(inputs) == 0 {

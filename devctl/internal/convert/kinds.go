@@ -74,7 +74,6 @@ var table = map[string]facts{
 		decides:  "the MASTER (rank 0) decides",
 		list: listKind{
 			keys:            listKeys{specs: []string{"replicaSpecs"}, typ: []string{"pytorchReplicaType"}, port: []string{"port"}},
-			types:           []string{"MASTER", "WORKER"},
 			forms:           []listForm{todaysForm("PyTorchJob", v1beta1.DefaultPyTorchPort)},
 			missingTemplate: "every replica group needs the pod it runs",
 		},
@@ -134,7 +133,7 @@ func (k *jobKind) decider(types []string) string {
 // replica_specs beside tfPort), so every spelling is read in every form. The old operators'
 // defaults (their SetDefaults_TfJob): a group without tfReplicaType is the MASTER, replicas is
 // 1, tfPort is 2222, and a PS group without a template runs TensorFlow's standard server in
-// spec.tfImage. The types were MASTER, WORKER and PS.
+// spec.tfImage. The types were MASTER, WORKER and PS, spelled as today's.
 var tfList = listKind{
 	keys: listKeys{
 		specs: []string{"replicaSpecs", "replica_specs"}, typ: []string{"tfReplicaType", "tf_replica_type"},
@@ -143,7 +142,6 @@ var tfList = listKind{
 		replicaName:       []string{"replicaName", "replica_name"}, replicaIndex: []string{"replicaIndex", "replica_index"},
 		ignored: []string{"IsDefaultPS", "isDefaultPS", "is_default_ps"},
 	},
-	types:           []string{"MASTER", "WORKER", "PS"},
 	forms:           []listForm{tfForm("mlkube.io/v1beta1", "TfJob", true), tfForm("mlkube.io/v1beta1", "TfJob", false), tfForm("tensorflow.org/v1alpha1", "TfJob", false), tfForm("kubeflow.org/v1alpha1", "TFJob", false)},
 	defaultTemplate: defaultPS,
 	missingTemplate: "only a PS group may leave it out (it then runs TensorFlow's standard server)",
@@ -183,7 +181,6 @@ var mxList = listKind{
 		port: []string{"port", "mxPort", "PsRootPort", "psRootPort"}, image: []string{"mxImage"},
 		terminationPolicy: []string{"terminationPolicy"}, replicaName: []string{"replicaName"}, replicaIndex: []string{"replicaIndex"},
 	},
-	types: []string{"SCHEDULER", "SERVER", "WORKER"},
 	forms: []listForm{{
 		apiVersion: "fioravanzo.org/v1alpha1", kind: "MXJob", from: "fioravanzo.org/v1alpha1 MXJob", operator: "the fork",
 		portKey: "mxPort", defaultPort: 9000, defaultType: "SCHEDULER", decider: "SCHEDULER", warn: forkRoot,

@@ -12,13 +12,19 @@ import (
 
 // Every kind has its facts, and they are the kind's: its groups built under the table's keys
 // are its groups, the CRD defaults the port to the table's default port, and every type the
-// old forms convert to is one the CRD takes.
+// conversion writes itself (a form's default, Kubeflow's mapped, a decider) is one the CRD
+// takes.
 func TestEveryKindHasFacts(t *testing.T) {
 	if len(jobKinds) != len(v1beta1.Kinds) {
 		t.Fatalf("%d kinds with facts, %d kinds", len(jobKinds), len(v1beta1.Kinds))
 	}
 	for _, k := range jobKinds {
-		types := append([]string{}, k.list.types...)
+		var types []string
+		for _, f := range k.list.forms {
+			if f.defaultType != "" {
+				types = append(types, f.defaultType)
+			}
+		}
 		if k.kubeflow != nil {
 			for _, kt := range k.kubeflow.types {
 				types = append(types, kt.typ)

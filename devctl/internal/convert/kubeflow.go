@@ -111,7 +111,10 @@ func fromKubeflow(docMap map[string]any, k *jobKind, from string) (*Result, erro
 			return nil, err
 		}
 		g.typ = kt.typ
-		g.port = kubeflowPort(&g.template, k.Container, kf.portName, kf.port)
+		var portAt string
+		if g.port, portAt = kubeflowPort(&g.template, k.Container, kf.portName, kf.port); portAt != "" {
+			g.came(k.portKey, g.from["template"]+portAt)
+		}
 		if defaulted {
 			byDefault = append(byDefault, specs.at(key))
 		}
@@ -128,7 +131,8 @@ func fromKubeflow(docMap map[string]any, k *jobKind, from string) (*Result, erro
 			joinAnd(byDefault), kf.restartPolicy, policyEffect[kf.restartPolicy])
 	}
 
-	rp, err := runPolicy(spec, k.Name, w)
+	o := origins{}
+	rp, err := runPolicy(spec, k, w, o)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func fromKubeflow(docMap map[string]any, k *jobKind, from string) (*Result, erro
 			return nil, err
 		}
 	}
-	return finish(k, doc, spec, meta, groups, map[string]any{"runPolicy": rp}, from, w)
+	return finish(k, doc, spec, meta, groups, map[string]any{"runPolicy": rp}, o, from, w)
 }
 
 // policyEffect says what a restartPolicy does when the framework container fails.
@@ -183,7 +187,8 @@ func readKubeflowGroup(path string, v any, k *jobKind, w *warnings) (g replicaGr
 	if err != nil {
 		return g, false, false, err
 	}
-	if err := g.readCommon(f); err != nil {
+	g.path = path
+	if err := g.readCommon(f, k); err != nil {
 		return g, false, false, err
 	}
 
@@ -197,6 +202,7 @@ func readKubeflowGroup(path string, v any, k *jobKind, w *warnings) (g replicaGr
 	if g.template, err = podTemplate(tmplPath, tmpl, w); err != nil {
 		return g, false, false, err
 	}
+	g.came("template", tmplPath)
 	// Kubeflow set every pod's restartPolicy from the group's (its default when unset), so one
 	// in the template never took effect; keeping Kubeflow's behaviour means not moving it up.
 	def := k.kubeflow.restartPolicy
@@ -221,19 +227,21 @@ func readKubeflowGroup(path string, v any, k *jobKind, w *warnings) (g replicaGr
 }
 
 // kubeflowPort is the port Kubeflow gave the framework: the port named portName of the
-// container named container (tensorflow's tfjob-port, ...), else def.
-func kubeflowPort(t *corev1.PodTemplateSpec, container, portName string, def int32) int32 {
-	for _, c := range t.Spec.Containers {
+// container named container (tensorflow's tfjob-port, ...), with its path in the template
+// (.spec.containers[0].ports[1].containerPort), else def. A port of 0 is one left unset; any
+// other is the CRD's to judge.
+func kubeflowPort(t *corev1.PodTemplateSpec, container, portName string, def int32) (int32, string) {
+	for i, c := range t.Spec.Containers {
 		if c.Name != container {
 			continue
 		}
-		for _, p := range c.Ports {
-			if p.Name == portName && p.ContainerPort > 0 {
-				return p.ContainerPort
+		for j, p := range c.Ports {
+			if p.Name == portName && p.ContainerPort != 0 {
+				return p.ContainerPort, fmt.Sprintf(".spec.containers[%d].ports[%d].containerPort", i, j)
 			}
 		}
 	}
-	return def
+	return def, ""
 }
 
 // drop reads the field from spec and, when it says something, warns that it is dropped.

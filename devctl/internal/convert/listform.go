@@ -2,7 +2,7 @@ package convert
 
 import (
 	"fmt"
-	"math"
+	"maps"
 	"slices"
 	"strings"
 
@@ -21,12 +21,10 @@ import (
 // today's kind lacks is read the same way. One reader reads them all; listKind and listForm
 // say what differs.
 
-// listKind is a kind's list form: the keys its manifests spelled, the types they knew, and the
-// APIs that wrote it.
+// listKind is a kind's list form: the keys its manifests spelled and the APIs that wrote it.
+// The replica types are today's, spelled the same: the CRD says which there are.
 type listKind struct {
-	keys listKeys
-	// types are the replica types the list forms knew.
-	types []string
+	keys  listKeys
 	forms []listForm
 	// defaultTemplate runs a group that has no template, as an old operator did (TfJob's PS);
 	// nil, or false from it, makes a missing template an error, missingTemplate saying why.
@@ -138,6 +136,7 @@ func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error
 		if p := takeRestartPolicy(&g.template); p != "" {
 			if g.policy == "" {
 				g.policy = v1beta1.RestartPolicy(p)
+				g.came("restartPolicy", g.from["template"]+".spec.restartPolicy")
 				moved[p] = append(moved[p], path)
 			} else if g.policy != v1beta1.RestartPolicy(p) {
 				w.add("dropped %s.template.spec.restartPolicy: %s: the group's restartPolicy (%s) sets every pod's", path, p, g.policy)
@@ -161,9 +160,9 @@ func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error
 		form.warn(r)
 	}
 
-	extra := map[string]any{}
+	extra, o := map[string]any{}, origins{}
 	if k.tensorboard {
-		tb, err := listTensorboard(spec)
+		tb, err := listTensorboard(spec, o)
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +190,7 @@ func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error
 	if err := r.terminationPolicy(); err != nil {
 		return nil, err
 	}
-	if extra["runPolicy"], err = runPolicy(spec, k.Name, w); err != nil {
+	if extra["runPolicy"], err = runPolicy(spec, k, w, o); err != nil {
 		return nil, err
 	}
 	if err := schedulerName(spec, r.groups, w); err != nil {
@@ -202,7 +201,7 @@ func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error
 	} else if ok {
 		w.add("dropped %s: the old operator made it up to name the job's resources; mlkube names them after the job", path)
 	}
-	return finish(k, doc, spec, meta, r.groups, extra, form.from, w)
+	return finish(k, doc, spec, meta, r.groups, extra, o, form.from, w)
 }
 
 // group reads one replica group of the list form. keep is false for a group of zero replicas,
@@ -213,14 +212,17 @@ func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulte
 	if err != nil {
 		return g, false, false, err
 	}
-	list, form, keys := &r.kind.list, r.form, r.kind.list.keys
+	k, list, form, keys := r.kind, &r.kind.list, r.form, r.kind.list.keys
+	g.path = path
 	typ, typPath, ok, err := f.str(keys.typ...)
 	if err != nil {
 		return g, false, false, err
 	}
 	switch {
 	case (!ok || typ == "") && form.defaultType == "":
-		return g, false, false, fmt.Errorf("%s.%s is missing: it is one of %s", path, keys.typ[0], strings.Join(list.types, ", "))
+		// Not the CRD's to say: a group is named by its type, and today's job cannot hold one
+		// without (it would be read as this form again, never as today's).
+		return g, false, false, fmt.Errorf("%s.%s is missing: it is one of %s", path, keys.typ[0], strings.Join(k.Types, ", "))
 	case !ok || typ == "":
 		g.typ = form.defaultType
 		key := keys.typ[0]
@@ -228,24 +230,25 @@ func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulte
 			key = keys.typ[len(keys.typ)-1]
 		}
 		r.w.add("%s has no %s: it is a %s, %s default", path, key, g.typ, possessive(form.operator))
-	case slices.Contains(list.types, typ):
-		g.typ = typ
 	default:
-		return g, false, false, fmt.Errorf("%s: %q is not one of %s", typPath, typ, strings.Join(list.types, ", "))
+		g.typ = typ
+		g.came(k.typeKey, typPath)
 	}
 
 	// No old operator had a restartPolicy in a group, but a manifest half-way to today's may.
-	if err := g.readCommon(f); err != nil {
+	if err := g.readCommon(f, k); err != nil {
 		return g, false, false, err
 	}
-	port, _, ok, err := f.integer(1, 65535, keys.port...)
-	if err != nil {
+	g.port, portDefaulted = form.defaultPort, true
+	if port, portPath, ok, err := f.integer(keys.port...); err != nil {
 		return g, false, false, err
+	} else if ok {
+		if g.port, err = k.int32Field(port, portPath, "spec.replicaSpecs[0]."+k.portKey, true); err != nil {
+			return g, false, false, err
+		}
+		portDefaulted = false
+		g.came(k.portKey, portPath)
 	}
-	if !ok {
-		port, portDefaulted = int64(form.defaultPort), true
-	}
-	g.port = int32(port)
 	f.lookup(keys.ignored...)
 
 	tmpl, tmplPath, ok, err := f.raw("template")
@@ -257,9 +260,7 @@ func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulte
 		if g.template, err = podTemplate(tmplPath, tmpl, r.w); err != nil {
 			return g, false, false, err
 		}
-		if p := g.template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyAlways && p != corev1.RestartPolicyOnFailure && p != corev1.RestartPolicyNever {
-			return g, false, false, fmt.Errorf("%s.spec.restartPolicy: %q is not one of Always, OnFailure, Never", tmplPath, p)
-		}
+		g.came("template", tmplPath)
 	case list.defaultTemplate != nil && list.defaultTemplate(r, path, &g):
 	default:
 		return g, false, false, fmt.Errorf("%s.template is missing: %s", path, list.missingTemplate)
@@ -305,7 +306,7 @@ func (r *listRead) terminationPolicy() error {
 	if err != nil {
 		return err
 	}
-	index, _, _, err := chief.integer(0, math.MaxInt32, keys.replicaIndex...)
+	index, _, _, err := chief.integer(keys.replicaIndex...)
 	if err != nil {
 		return err
 	}
@@ -331,15 +332,22 @@ func (r *listRead) now(decider string) string {
 
 // warnMoved tells of the restartPolicy values moved from pod templates to their groups. The
 // old operators ran each replica as a batch Job, which needed one in the template; mlkube reads
-// the group's and sets every pod's from it.
+// the group's and sets every pod's from it. A value no pod takes (ExitCode, or one misspelt)
+// moves as it is: the group's is the CRD's to judge.
 func warnMoved(moved map[corev1.RestartPolicy][]string, w *warnings) {
-	for _, p := range []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyAlways, corev1.RestartPolicyNever} {
+	order := []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyAlways, corev1.RestartPolicyNever}
+	for _, p := range slices.Sorted(maps.Keys(moved)) {
+		if !slices.Contains(order, p) {
+			order = append(order, p)
+		}
+	}
+	for _, p := range order {
 		groups := moved[p]
 		if len(groups) == 0 {
 			continue
 		}
 		note := ""
-		if p != corev1.RestartPolicyNever {
+		if p == corev1.RestartPolicyOnFailure || p == corev1.RestartPolicyAlways {
 			note = fmt.Sprintf(". Under %s the kubelet restarts a failed container in place, each restart counted against backoffLimit; "+
 				"the old operator's reading of exit codes (1-127 permanent, 128-255 retried) is restartPolicy: ExitCode", p)
 		}
@@ -348,33 +356,25 @@ func warnMoved(moved map[corev1.RestartPolicy][]string, w *warnings) {
 	}
 }
 
-// readCommon reads what a replica group has in every form: replicas (1 when unset) and a
-// restartPolicy.
-func (g *replicaGroup) readCommon(f *fields) error {
-	replicas, _, ok, err := f.integer(0, math.MaxInt32, "replicas")
-	if err != nil {
-		return err
-	}
+// readCommon reads what a replica group of kind k has in every form: replicas (1 when unset;
+// 0 is for the reader to leave out) and a restartPolicy, spelled as today's (Kubeflow's were).
+func (g *replicaGroup) readCommon(f *fields, k *jobKind) error {
 	g.replicas = 1
-	if ok {
-		g.replicas = int32(replicas)
-	}
-	if policy, path, ok, err := f.str("restartPolicy"); err != nil || !ok {
+	if n, path, ok, err := f.integer("replicas"); err != nil {
 		return err
-	} else if g.policy, err = restartPolicy(path, policy); err != nil {
+	} else if ok {
+		if g.replicas, err = k.int32Field(n, path, "spec.replicaSpecs[0].replicas", false); err != nil {
+			return err
+		}
+		g.came("replicas", path)
+	}
+	policy, path, ok, err := f.str("restartPolicy")
+	if err != nil || !ok {
 		return err
 	}
+	g.policy = v1beta1.RestartPolicy(policy)
+	g.came("restartPolicy", path)
 	return nil
-}
-
-// restartPolicy reads a replica group's restartPolicy, as today's kinds and Kubeflow spell it,
-// or a pod's (Always, OnFailure, Never).
-func restartPolicy(path, s string) (v1beta1.RestartPolicy, error) {
-	switch p := v1beta1.RestartPolicy(s); p {
-	case v1beta1.RestartPolicyExitCode, v1beta1.RestartPolicyOnFailure, v1beta1.RestartPolicyNever, v1beta1.RestartPolicyAlways:
-		return p, nil
-	}
-	return "", fmt.Errorf("%s: %q is not one of ExitCode, OnFailure, Never, Always", path, s)
 }
 
 // schedulerName moves kubeflow.org/v1alpha1's job-wide schedulerName into every pod template,

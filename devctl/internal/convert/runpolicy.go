@@ -3,7 +3,6 @@ package convert
 import (
 	"fmt"
 	"maps"
-	"math"
 	"sort"
 	"strings"
 
@@ -18,41 +17,40 @@ type runPolicyFields struct {
 	paths  map[string]string // field name → where
 }
 
-func readRunPolicyFields(f *fields) (runPolicyFields, error) {
+// readRunPolicyFields reads them for a job of kind k, as written: the CRD says what they take.
+func readRunPolicyFields(f *fields, k *jobKind) (runPolicyFields, error) {
 	rp := runPolicyFields{values: map[string]any{}, paths: map[string]string{}}
 	if s, path, ok, err := f.str("cleanPodPolicy", "cleanupPodPolicy"); err != nil {
 		return rp, err
 	} else if ok {
-		p, err := cleanPodPolicy(path, s)
+		rp.values["cleanPodPolicy"], rp.paths["cleanPodPolicy"] = cleanPodPolicy(s), path
+	}
+	// v1alpha2 spelled ttlSecondsAfterFinished ttlSecondsAfterFinishing.
+	for _, names := range [][]string{{"backoffLimit"}, {"activeDeadlineSeconds"}, {"ttlSecondsAfterFinished", "ttlSecondsAfterFinishing"}} {
+		n, path, ok, err := f.integer(names...)
 		if err != nil {
 			return rp, err
 		}
-		rp.values["cleanPodPolicy"], rp.paths["cleanPodPolicy"] = p, path
-	}
-	if n, path, ok, err := f.integer(0, math.MaxInt32, "backoffLimit"); err != nil {
-		return rp, err
-	} else if ok {
-		rp.values["backoffLimit"], rp.paths["backoffLimit"] = int32(n), path
-	}
-	if n, path, ok, err := f.integer(1, math.MaxInt64, "activeDeadlineSeconds"); err != nil {
-		return rp, err
-	} else if ok {
-		rp.values["activeDeadlineSeconds"], rp.paths["activeDeadlineSeconds"] = n, path
-	}
-	// v1alpha2 spelled it ttlSecondsAfterFinishing.
-	if n, path, ok, err := f.integer(0, math.MaxInt32, "ttlSecondsAfterFinished", "ttlSecondsAfterFinishing"); err != nil {
-		return rp, err
-	} else if ok {
-		rp.values["ttlSecondsAfterFinished"], rp.paths["ttlSecondsAfterFinished"] = int32(n), path
+		if !ok {
+			continue
+		}
+		var v any = n // activeDeadlineSeconds is an int64
+		if names[0] != "activeDeadlineSeconds" {
+			if v, err = k.int32Field(n, path, "spec.runPolicy."+names[0], false); err != nil {
+				return rp, err
+			}
+		}
+		rp.values[names[0]], rp.paths[names[0]] = v, path
 	}
 	return rp, nil
 }
 
 // runPolicy reads spec.runPolicy and the older top-level fields it replaced, for a job of
-// today's kind; where both are set, runPolicy wins, as it did in Kubeflow.
-func runPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error) {
+// today's kind k; where both are set, runPolicy wins, as it did in Kubeflow. It records in o
+// where the manifest had each.
+func runPolicy(spec *fields, k *jobKind, w *warnings, o origins) (v1beta1.RunPolicy, error) {
 	var out v1beta1.RunPolicy
-	top, err := readRunPolicyFields(spec)
+	top, err := readRunPolicyFields(spec, k)
 	if err != nil {
 		return out, err
 	}
@@ -60,7 +58,7 @@ func runPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error
 	if rp, ok, err := spec.object("runPolicy"); err != nil {
 		return out, err
 	} else if ok {
-		nested, err := readRunPolicyFields(rp)
+		nested, err := readRunPolicyFields(rp, k)
 		if err != nil {
 			return out, err
 		}
@@ -86,9 +84,12 @@ func runPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error
 		if s, path, ok, err := rp.str("managedBy"); err != nil {
 			return out, err
 		} else if ok && s != "" {
-			w.add("dropped %s: %s: the mlkube operator manages every %s", path, s, kind)
+			w.add("dropped %s: %s: the mlkube operator manages every %s", path, s, k.Name)
 		}
 		w.dropped(rp.unread(), "today's runPolicy has no such fields")
+	}
+	for name, path := range merged.paths {
+		o.set("spec.runPolicy."+name, path, false)
 	}
 	if v, ok := merged.values["cleanPodPolicy"]; ok {
 		out.CleanPodPolicy = v.(v1beta1.CleanPodPolicy)
@@ -108,16 +109,13 @@ func runPolicy(spec *fields, kind string, w *warnings) (v1beta1.RunPolicy, error
 	return out, nil
 }
 
-// cleanPodPolicy reads a cleanPodPolicy as today's API and Kubeflow spell it (All, Running,
-// None) or as kubeflow.org/v1alpha1 did (CleanAll, CleanRunning, CleanNone).
-func cleanPodPolicy(path, s string) (v1beta1.CleanPodPolicy, error) {
-	switch strings.TrimPrefix(s, "Clean") {
-	case "All":
-		return v1beta1.CleanPodPolicyAll, nil
-	case "Running":
-		return v1beta1.CleanPodPolicyRunning, nil
-	case "None":
-		return v1beta1.CleanPodPolicyNone, nil
+// cleanPodPolicy is a cleanPodPolicy in today's spelling, which Kubeflow's is too:
+// kubeflow.org/v1alpha1 spelled All, Running and None CleanAll, CleanRunning and CleanNone. Any
+// other value is kept as written, for the CRD to judge.
+func cleanPodPolicy(s string) v1beta1.CleanPodPolicy {
+	switch p := v1beta1.CleanPodPolicy(strings.TrimPrefix(s, "Clean")); p {
+	case v1beta1.CleanPodPolicyAll, v1beta1.CleanPodPolicyRunning, v1beta1.CleanPodPolicyNone:
+		return p
 	}
-	return "", fmt.Errorf("%s: %q is not one of All, Running, None", path, s)
+	return v1beta1.CleanPodPolicy(s)
 }

@@ -1,8 +1,6 @@
 package convert
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -31,35 +29,28 @@ func (t *oldTensorboard) spec() *v1beta1.TensorboardSpec {
 
 // listTensorboard reads the TensorBoard section of the list form: logDir, volumes,
 // volumeMounts and serviceType, in either spelling, and what today's adds (podLabels,
-// podAnnotations).
-func listTensorboard(spec *fields) (*oldTensorboard, error) {
+// podAnnotations), as written: the CRD says what they take. It records in o where the manifest
+// had them.
+func listTensorboard(spec *fields, o origins) (*oldTensorboard, error) {
 	tb, ok, err := spec.object("tensorboard", "tensorBoard", "tensor_board")
 	if err != nil || !ok {
 		return nil, err
 	}
 	var t oldTensorboard
-	logDir, _, ok, err := tb.str("logDir", "log_dir")
-	if err != nil {
-		return nil, err
-	}
-	if !ok || logDir == "" {
-		return nil, fmt.Errorf("%s.logDir is missing: TensorBoard needs the directory of the job's event files", tb.path)
-	}
-	t.logDir = logDir
-	if t.image, _, _, err = tb.str("image"); err != nil {
-		return nil, err
-	}
-	st, stPath, ok, err := tb.str("serviceType", "service_type")
-	if err != nil {
-		return nil, err
-	}
-	if ok && st != "" {
-		switch corev1.ServiceType(st) {
-		case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
-			t.serviceType = st
-		default:
-			return nil, fmt.Errorf("%s: %q is not one of ClusterIP, NodePort, LoadBalancer", stPath, st)
+	o.set("spec.tensorboard", tb.path, false)
+	for _, part := range []struct {
+		keys []string
+		into *string
+	}{
+		{[]string{"logDir", "log_dir"}, &t.logDir},
+		{[]string{"image"}, &t.image},
+		{[]string{"serviceType", "service_type"}, &t.serviceType},
+	} {
+		var path string
+		if *part.into, path, _, err = tb.str(part.keys...); err != nil {
+			return nil, err
 		}
+		o.set("spec.tensorboard."+part.keys[0], path, false)
 	}
 	for _, part := range []struct {
 		keys []string
@@ -77,6 +68,7 @@ func listTensorboard(spec *fields) (*oldTensorboard, error) {
 			if err != nil {
 				return nil, err
 			}
+			o.set("spec.tensorboard."+part.keys[0], path, true)
 			t.dropped = append(t.dropped, dropped...)
 		}
 	}
