@@ -73,7 +73,7 @@ down: ## Delete the local cluster.
 
 .PHONY: bench
 bench: ## The operator at scale against the apiserver's floor (docs/performance.md).
-	@hack/control-plane.sh >/dev/null && go run ./operator/bench
+	@hack/control-plane.sh >/dev/null && go run ./bench/operator
 
 .PHONY: chaos
 chaos: ## Faults at full size: 200 jobs under SIGKILLs, an apiserver restart, a leader failover (docs/reliability.md).

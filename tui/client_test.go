@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mlkube/mlkube/internal/jobtest"
+	"github.com/mlkube/mlkube/internal/tuifixture"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/tui/internal/fixture"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -39,7 +39,7 @@ func collect(t *testing.T, ctx context.Context, c *kube.Client, keep func(any), 
 }
 
 // clusterNamespace is the shared control plane and a new namespace in it.
-func clusterNamespace(t *testing.T, ns string) (*fixture.Cluster, string) {
+func clusterNamespace(t *testing.T, ns string) (*tuifixture.Cluster, string) {
 	t.Helper()
 	c := envtestCluster(t)
 	if err := c.Namespace(context.Background(), ns); err != nil {
@@ -48,7 +48,7 @@ func clusterNamespace(t *testing.T, ns string) (*fixture.Cluster, string) {
 	return c, ns
 }
 
-func createJob(t *testing.T, c *fixture.Cluster, k *v1beta1.Kind, ns, name string) types.UID {
+func createJob(t *testing.T, c *tuifixture.Cluster, k *v1beta1.Kind, ns, name string) types.UID {
 	t.Helper()
 	u := jobtest.Unstructured(t, jobtest.NewJob(k, ns, name))
 	got, err := c.Dyn.Resource(kubeKind(t, k).GVR()).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{})
@@ -140,7 +140,7 @@ func TestClientShowsOnlyTheJobsOwnPods(t *testing.T) {
 			victim := "victim-" + k.Label()
 			uid := createJob(t, c, k, ns, victim)
 			other := createJob(t, c, k, ns, "other-"+k.Label())
-			groups := []fixture.Group{{Type: k.Types[0], Replicas: 1}, {Type: "WORKER", Replicas: 2}}
+			groups := []tuifixture.Group{{Type: k.Types[0], Replicas: 1}, {Type: "WORKER", Replicas: 2}}
 			own, err := c.CreatePods(ctx, k.Name, ns, victim, uid, groups, "node-1")
 			if err != nil {
 				t.Fatal(err)
@@ -194,7 +194,7 @@ func TestClientShowsOnlyTheJobsOwnPods(t *testing.T) {
 
 			// The impostors change (a status write); the first real pod loses its owner.
 			for name := range impostors {
-				if err := c.SetPodStatus(ctx, ns, name, fixture.PodRunning(k.Container, 0, 0, "")); err != nil {
+				if err := c.SetPodStatus(ctx, ns, name, tuifixture.PodRunning(k.Container, 0, 0, "")); err != nil {
 					t.Fatal(err)
 				}
 			}

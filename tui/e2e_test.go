@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mlkube/mlkube/internal/controlplane"
+	"github.com/mlkube/mlkube/internal/tuifixture"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/tui/internal/fixture"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -34,7 +34,7 @@ import (
 
 var (
 	clusterOnce sync.Once
-	cluster     *fixture.Cluster
+	cluster     *tuifixture.Cluster
 	clusterErr  error
 	clusterDir  string
 
@@ -55,12 +55,12 @@ func TestMain(m *testing.M) {
 }
 
 // envtestCluster starts the shared control plane on first use.
-func envtestCluster(t *testing.T) *fixture.Cluster {
+func envtestCluster(t *testing.T) *tuifixture.Cluster {
 	t.Helper()
 	clusterOnce.Do(func() {
 		clusterDir, clusterErr = os.MkdirTemp("", "tfjob-tui-e2e")
 		if clusterErr == nil {
-			cluster, clusterErr = fixture.Start(clusterDir)
+			cluster, clusterErr = tuifixture.Start(clusterDir)
 		}
 	})
 	if errors.Is(clusterErr, controlplane.ErrNoAssets) {
@@ -207,7 +207,7 @@ func TestEndToEnd(t *testing.T) {
 	bin := tfjobTUI(t)
 	ctx := context.Background()
 	const ns = "e2e"
-	if err := fixture.Populate(ctx, c, ns); err != nil {
+	if err := tuifixture.Populate(ctx, c, ns); err != nil {
 		t.Fatal(err)
 	}
 	kubelet, err := c.StartKubelet(ctx, "node-1") // the pods' node: logs and port-forwards reach it
@@ -239,8 +239,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// A status write shows up: mnist loses a worker and counts a restart.
-	std := fixture.Standard
-	st := fixture.Running(std, 3)
+	std := tuifixture.Standard
+	st := tuifixture.Running(std, 3)
 	st.Replicas = "master 1/1 worker 1/2 ps 2/2"
 	if err := c.SetJobStatus(ctx, "TfJob", ns, "mnist", st); err != nil {
 		t.Fatal(err)
@@ -251,11 +251,11 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	// New jobs appear, deleted ones go.
-	uid, err := c.CreateJob(ctx, "TfJob", ns, "bert", []fixture.Group{{Type: "CHIEF", Replicas: 1}, {Type: "WORKER", Replicas: 4}}, false)
+	uid, err := c.CreateJob(ctx, "TfJob", ns, "bert", []tuifixture.Group{{Type: "CHIEF", Replicas: 1}, {Type: "WORKER", Replicas: 4}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateJob(ctx, "MXJob", ns, "mx-lm", []fixture.Group{{Type: "SCHEDULER", Replicas: 1}, {Type: "SERVER", Replicas: 1}, {Type: "WORKER", Replicas: 2}}, false); err != nil {
+	if _, err := c.CreateJob(ctx, "MXJob", ns, "mx-lm", []tuifixture.Group{{Type: "SCHEDULER", Replicas: 1}, {Type: "SERVER", Replicas: 1}, {Type: "WORKER", Replicas: 2}}, false); err != nil {
 		t.Fatal(err)
 	}
 	s.waitText("bert", "mx-lm", "MXJob", "(6)")
@@ -284,7 +284,7 @@ func TestEndToEnd(t *testing.T) {
 	_ = uid
 
 	// The kubelet reports worker 0 OOM-killed: the row changes.
-	if err := c.SetPodStatus(ctx, ns, "mnist-retry-worker-0", fixture.PodExited("tensorflow", 137, "OOMKilled")); err != nil {
+	if err := c.SetPodStatus(ctx, ns, "mnist-retry-worker-0", tuifixture.PodExited("tensorflow", 137, "OOMKilled")); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor("worker 0 OOMKilled", func(sc string) bool {
@@ -296,7 +296,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := c.RecordEvent(ctx, "TfJob", ns, "mnist-retry", retryUID, "Warning", "Failed", "pod mnist-retry-worker-0 exited with code 137 (OOMKilled; out of memory, permanent): the job failed"); err != nil {
 		t.Fatal(err)
 	}
-	failed := fixture.Running(std, 1)
+	failed := tuifixture.Running(std, 1)
 	failed.State, failed.Phase = v1beta1.JobStateFailed, v1beta1.JobPhaseFailed
 	if err := c.SetJobStatus(ctx, "TfJob", ns, "mnist-retry", failed); err != nil {
 		t.Fatal(err)
@@ -346,7 +346,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	s.press("Escape")
 	s.waitText("TfJob · MXJob · PyTorchJob (5)")
-	if err := fixture.Eventually(5*time.Second, func() error {
+	if err := tuifixture.Eventually(5*time.Second, func() error {
 		if resp, err := http.Get(local); err == nil {
 			resp.Body.Close()
 			return fmt.Errorf("%s still answers after leaving the job", local)
@@ -361,7 +361,7 @@ func TestEndToEnd(t *testing.T) {
 	s.waitText("tfjob-tui exited 0")
 }
 
-func jobUID(t *testing.T, c *fixture.Cluster, ns, name string) types.UID {
+func jobUID(t *testing.T, c *tuifixture.Cluster, ns, name string) types.UID {
 	t.Helper()
 	u, err := c.Dyn.Resource(kube.Kinds[0].GVR()).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {

@@ -1,4 +1,4 @@
-// Package tui is tfjob-tui, a live terminal dashboard of mlkube's jobs (TfJob, MXJob): the job
+// Package tui is tfjob-tui, a live terminal dashboard of mlkube's jobs (every kind): the job
 // list, a job's replica pods, conditions and events, a replica's logs, and its TensorBoard,
 // with k9s's keys. It only reads from the cluster. See docs/tui.md.
 //
@@ -23,3 +23,10 @@ type Options = app.Options
 func Run(ctx context.Context, o Options) error {
 	return app.Run(ctx, o, app.Hooks{})
 }
+
+// Hooks let a program that drives the dashboard itself (bench/tui) wrap its model, give it
+// program options and reach the program.
+type Hooks = app.Hooks
+
+// RunWith is Run with hooks.
+func RunWith(ctx context.Context, o Options, h Hooks) error { return app.Run(ctx, o, h) }

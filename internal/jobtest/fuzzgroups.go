@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
 // The fuzzers of the frameworks' env read a job's replica groups from the fuzzer's bytes, the

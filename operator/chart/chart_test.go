@@ -27,12 +27,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/internal/rbaccheck"
 	nodeprobeconfig "github.com/mlkube/mlkube/nodeprobe/config"
 	"github.com/mlkube/mlkube/operator/accelerator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	operatorconfig "github.com/mlkube/mlkube/operator/config"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
 // The chart lints clean, warnings included (`helm lint --strict`), with its defaults and with

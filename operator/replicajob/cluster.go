@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
 // Calls go one way: the engine checks a job once, before it builds any pod, and hands its
 // framework a Cluster, every replica's address resolved. A framework turns that into env and
 // never calls back into the engine.
 //
-// The check is the job's own CRD (internal/crdvalidate runs its schema and CEL rules in
+// The check is the job's own CRD (operator/crdvalidate runs its schema and CEL rules in
 // process), so the rules are stated once, in the API types. The apiserver already refused what
 // breaks them at create; this catches a job stored before a rule existed, which would otherwise
 // start with a wrong cluster.

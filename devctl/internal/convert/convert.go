@@ -25,7 +25,7 @@
 // restart Never, or OnFailure for PyTorch) and says, in Result.Warnings, everything a person
 // should know: the conversion itself, each field dropped, each default applied, and what the
 // apiserver would refuse in the result, in its own words: the job is validated in process
-// against the CRD (internal/crdvalidate), which alone says what a field takes; convert carries
+// against the CRD (operator/crdvalidate), which alone says what a field takes; convert carries
 // values into the job as written (crd.go). What cannot be converted is an error naming the field.
 package convert
 
@@ -46,8 +46,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
 // Result is a manifest in today's API.

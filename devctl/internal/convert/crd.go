@@ -7,11 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/mlkube/mlkube/internal/crdvalidate"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
-// The CRD is the one statement of what a job may be (internal/crdvalidate), so convert checks no
+// The CRD is the one statement of what a job may be (operator/crdvalidate), so convert checks no
 // range or enum of today's API: it carries each value into today's job as written, translating
 // only what the old forms spelled differently, and the CRD's refusals reach the person as
 // warnings in the apiserver's words (finish), naming the field as the manifest has it too. What

@@ -1,7 +1,7 @@
 package convert
 
 import (
-	"github.com/mlkube/mlkube/internal/crdvalidate"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
 // isCurrent tells a manifest of kind k already in today's API by its shape: a replicaSpecs

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mlkube/mlkube/internal/crdvalidate"
+	"github.com/mlkube/mlkube/operator/crdvalidate"
 )
 
 // saysWhere is how every error of convert opens: the document, the manifest, or the path of

@@ -7,20 +7,20 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mlkube/mlkube/tui/internal/fixture"
+	"github.com/mlkube/mlkube/internal/tuifixture"
 )
 
 // demo starts a control plane holding the jobs of docs/tfjob-api.md's examples (running,
 // failed, succeeded, restarting, one with TensorBoard) and a fake kubelet that serves their
 // logs and port-forwards, prints how to point tfjob-tui at it, and waits for ctrl-c.
 func demo(dir string, benchJobs int) error {
-	c, err := fixture.Start(dir)
+	c, err := tuifixture.Start(dir)
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
 	ctx := context.Background()
-	if err := fixture.Populate(ctx, c, "team-a"); err != nil {
+	if err := tuifixture.Populate(ctx, c, "team-a"); err != nil {
 		return err
 	}
 	if benchJobs > 0 {
@@ -36,12 +36,12 @@ func demo(dir string, benchJobs int) error {
 		return err
 	}
 	defer kubelet.Close()
-	kubelet.SetLog("team-a", "mnist-retry-master-0", fixture.TfJob.Container, false,
+	kubelet.SetLog("team-a", "mnist-retry-master-0", tuifixture.TfJob.Container, false,
 		`INFO:tensorflow:TF_CONFIG environment variable: {"cluster": {"master": ["mnist-retry-master-0.team-a.svc:2222"], ...}, "task": {"type": "master", "index": 0}}`,
 		"INFO:tensorflow:Using MirroredStrategy with devices ('/job:master/task:0',)",
 		"INFO:tensorflow:global_step/sec: 41.5",
 		"step 0 loss=2.3026")
-	kubelet.SetLog("team-a", "mnist-retry-worker-1", fixture.TfJob.Container, true,
+	kubelet.SetLog("team-a", "mnist-retry-worker-1", tuifixture.TfJob.Container, true,
 		"step 4100 loss=0.0512",
 		"Killed")
 	fmt.Printf("control plane up; try:\n  go run ./tui/cmd/tfjob-tui --kubeconfig %s -n team-a\n(ctrl-c stops it)\n", c.Kubeconfig)

@@ -15,7 +15,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/mlkube/mlkube/tui/internal/app"
+	"github.com/mlkube/mlkube/tui"
 )
 
 // The child runs the dashboard as the tfjob-tui binary does, with its frames going nowhere
@@ -123,7 +123,7 @@ func child() error {
 	if fps, err := strconv.Atoi(os.Getenv("BENCH_FPS")); err == nil { // to try other frame rates
 		opts = append(opts, tea.WithFPS(fps))
 	}
-	return app.Run(ctx, app.Options{Kubeconfig: os.Getenv("BENCH_KUBECONFIG"), Namespace: os.Getenv("BENCH_NAMESPACE")}, app.Hooks{
+	return tui.RunWith(ctx, tui.Options{Kubeconfig: os.Getenv("BENCH_KUBECONFIG"), Namespace: os.Getenv("BENCH_NAMESPACE")}, tui.Hooks{
 		Wrap:           func(m tea.Model) tea.Model { return model{Model: m, p: p} },
 		ProgramOptions: opts,
 		Program:        func(prog *tea.Program) { programs <- prog },

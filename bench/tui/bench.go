@@ -18,12 +18,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mlkube/mlkube/internal/tuifixture"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/tui/internal/fixture"
 )
 
 // groups are the benchmark's 8 replicas per job.
-var groups = []fixture.Group{{Type: "MASTER", Replicas: 1}, {Type: "WORKER", Replicas: 5}, {Type: "PS", Replicas: 2}}
+var groups = []tuifixture.Group{{Type: "MASTER", Replicas: 1}, {Type: "WORKER", Replicas: 5}, {Type: "PS", Replicas: 2}}
 
 // results are what the benchmark reports. Latencies are in ms, CPU in % of one core.
 type results struct {
@@ -59,7 +59,7 @@ func (l latency) String() string {
 
 func bench(dir string, o options) error {
 	ctx := context.Background()
-	c, err := fixture.Start(dir)
+	c, err := tuifixture.Start(dir)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func bench(dir string, o options) error {
 		n := int32(100000 + i)
 		job := fmt.Sprintf("job-%03d", rand.IntN(20))
 		return fmt.Sprint(n), func() error {
-			return c.SetJobStatus(ctx, fixture.TfJob.Name, ns, job, v1beta1.JobStatus{Restarts: n})
+			return c.SetJobStatus(ctx, tuifixture.TfJob.Name, ns, job, v1beta1.JobStatus{Restarts: n})
 		}
 	})
 	if err != nil {
@@ -135,9 +135,9 @@ func bench(dir string, o options) error {
 	time.Sleep(time.Second)
 	pods, podsAfter, err := d.latencies(o.samples, func(i int) (string, func() error) {
 		n := int32(200000 + i)
-		pod := fixture.PodName("job-000", "WORKER", rand.IntN(5))
+		pod := tuifixture.PodName("job-000", "WORKER", rand.IntN(5))
 		return fmt.Sprint(n), func() error {
-			return c.SetPodStatus(ctx, ns, pod, fixture.PodRunning(fixture.TfJob.Container, n, 137, "Error"))
+			return c.SetPodStatus(ctx, ns, pod, tuifixture.PodRunning(tuifixture.TfJob.Container, n, 137, "Error"))
 		}
 	})
 	if err != nil {
@@ -176,29 +176,29 @@ func bench(dir string, o options) error {
 }
 
 // populate creates n running jobs of 8 running replicas, and an event for each.
-func populate(ctx context.Context, c *fixture.Cluster, ns string, n int) error {
+func populate(ctx context.Context, c *tuifixture.Cluster, ns string, n int) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("job-%03d", i)
 		g.Go(func() error {
-			uid, err := c.CreateJob(ctx, fixture.TfJob.Name, ns, name, groups, false)
+			uid, err := c.CreateJob(ctx, tuifixture.TfJob.Name, ns, name, groups, false)
 			if err != nil {
 				return err
 			}
-			if err := c.SetJobStatus(ctx, fixture.TfJob.Name, ns, name, fixture.Running(groups, 0)); err != nil {
+			if err := c.SetJobStatus(ctx, tuifixture.TfJob.Name, ns, name, tuifixture.Running(groups, 0)); err != nil {
 				return err
 			}
-			pods, err := c.CreatePods(ctx, fixture.TfJob.Name, ns, name, uid, groups, "node-1")
+			pods, err := c.CreatePods(ctx, tuifixture.TfJob.Name, ns, name, uid, groups, "node-1")
 			if err != nil {
 				return err
 			}
 			for _, p := range pods {
-				if err := c.SetPodStatus(ctx, ns, p, fixture.PodRunning(fixture.TfJob.Container, 0, 0, "")); err != nil {
+				if err := c.SetPodStatus(ctx, ns, p, tuifixture.PodRunning(tuifixture.TfJob.Container, 0, 0, "")); err != nil {
 					return err
 				}
 			}
-			return c.RecordEvent(ctx, fixture.TfJob.Name, ns, name, uid, "Normal", "Created", "created 8 pods and 1 service")
+			return c.RecordEvent(ctx, tuifixture.TfJob.Name, ns, name, uid, "Normal", "Created", "created 8 pods and 1 service")
 		})
 	}
 	return g.Wait()

@@ -3,9 +3,9 @@
 // dashboard burns while nothing changes, and its memory. The dashboard runs in a process of
 // its own (this program, started again with -child), so its CPU and memory are its own.
 //
-//	go run ./tui/bench            # the benchmark; -json FILE also writes the numbers
-//	go run ./tui/bench -demo      # a control plane with a few example jobs, to look at
-//	go run ./tui/bench -demo -jobs 500   # ... and the benchmark's jobs in namespace bench
+//	go run ./bench/tui            # the benchmark; -json FILE also writes the numbers
+//	go run ./bench/tui -demo      # a control plane with a few example jobs, to look at
+//	go run ./bench/tui -demo -jobs 500   # ... and the benchmark's jobs in namespace bench
 //
 // See docs/tui.md for the numbers and how they compare with k9s.
 package main
