@@ -513,6 +513,12 @@ func TestNotes(t *testing.T) {
 			t.Errorf("NOTES lack %q:\n%s", want, notes)
 		}
 	}
+	// The kinds come from the chart's CRDs: every kind of the table, none named by hand.
+	for _, k := range v1beta1.Kinds {
+		if !strings.Contains(notes, k.Name+"s") {
+			t.Errorf("NOTES do not name %ss:\n%s", k.Name, notes)
+		}
+	}
 	t.Log(notes)
 }
 

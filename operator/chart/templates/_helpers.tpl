@@ -54,3 +54,14 @@ includes it: a fail in any template fails the whole install.
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The kinds of job the chart installs, from its CRDs (crds/, copied from the operator's generated
+CRDs): "TfJobs, MXJobs, PyTorchJobs". No kind is named by hand. */}}
+{{- define "mlkube.kinds" -}}
+{{- $kinds := list }}
+{{- range $path, $_ := .Files.Glob "crds/*.yaml" }}
+{{- $crd := $.Files.Get $path | fromYaml }}
+{{- $kinds = append $kinds (printf "%ss" $crd.spec.names.kind) }}
+{{- end }}
+{{- join ", " $kinds }}
+{{- end }}
