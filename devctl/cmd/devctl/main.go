@@ -17,9 +17,11 @@ import (
 	"github.com/spf13/cobra"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/commands"
 	"github.com/mlkube/mlkube/devctl/internal/convert"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
+	"github.com/mlkube/mlkube/devctl/internal/up"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -167,7 +169,7 @@ kept. --watch ends with Ctrl-C (exit 0).`,
 }
 
 func loadCommand() *cobra.Command {
-	opts := commands.LoadOptions{Name: commands.DefaultName}
+	opts := commands.LoadOptions{Name: cluster.DefaultName}
 	cmd := &cobra.Command{
 		Use:   "load IMAGE...",
 		Short: "Load images from the local Docker engine into the cluster's nodes (as kind load docker-image)",
@@ -275,7 +277,7 @@ Nothing is sent to a cluster.`,
 }
 
 func upCommand() *cobra.Command {
-	opts := commands.UpOptions{Name: commands.DefaultName, Wait: 5 * time.Minute}
+	opts := up.Options{Name: cluster.DefaultName, Wait: 5 * time.Minute}
 	withRegistry := true
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -326,7 +328,7 @@ leaves it out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.NoRegistry = !withRegistry
-			return commands.Up(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
+			return up.Run(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&opts.Name, "name", opts.Name, "name of the kind cluster")
@@ -339,7 +341,7 @@ leaves it out.`,
 }
 
 func downCommand() *cobra.Command {
-	name := commands.DefaultName
+	name := cluster.DefaultName
 	withRegistry := false
 	cmd := &cobra.Command{
 		Use:   "down",
@@ -367,7 +369,7 @@ as well, its container and the volume with its images.`,
 }
 
 func statusCommand() *cobra.Command {
-	name := commands.DefaultName
+	name := cluster.DefaultName
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster's nodes, the operator, the local registry, the CRDs and jobs of every kind by state",
