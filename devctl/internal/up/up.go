@@ -226,6 +226,18 @@ func multiNodeConfig(workers int, dir string) ([]byte, error) {
 	return kindcluster.MultiNodeConfig(workers, dir), nil
 }
 
+// KindConfig writes the kind config `devctl up --workers` creates a cluster of workers workers
+// from, its nodes' network config folders in netDir (made empty) rather than in devctl's cache:
+// for hack/bench-up.sh, which times a bare `kind create cluster` of the same shape.
+func KindConfig(workers int, netDir string, out io.Writer) error {
+	cfg, err := multiNodeConfig(workers, netDir)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(cfg)
+	return err
+}
+
 func (u *up) summary(out io.Writer) {
 	flag := ""
 	if u.opts.Name != cluster.DefaultName {

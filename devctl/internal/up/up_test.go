@@ -3,6 +3,7 @@ package up
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mlkube/mlkube/devctl/internal/images"
@@ -28,6 +29,34 @@ func TestClusterConfigFallsBackToTheBuiltIn(t *testing.T) {
 
 	if _, _, err := clusterConfig(root, filepath.Join(root, "nothere.yaml"), "builtin"); err == nil {
 		t.Error("a --config file that does not exist was accepted")
+	}
+}
+
+// devctl kind-config prints the config up creates a multi-node cluster from, over empty folders:
+// a bare kind cluster made from it is of the same shape.
+func TestKindConfigEmptiesTheNodesFolders(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "node-1", "10-flannel.conflist")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := KindConfig(2, dir, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "- role: "); got != 3 {
+		t.Errorf("%d nodes, want 3:\n%s", got, out.String())
+	}
+	for _, node := range []string{"node-0", "node-1", "node-2"} {
+		if !strings.Contains(out.String(), filepath.Join(dir, node)) {
+			t.Errorf("no mount of %s:\n%s", node, out.String())
+		}
+		if entries, err := os.ReadDir(filepath.Join(dir, node)); err != nil || len(entries) != 0 {
+			t.Errorf("%s: %d entries, %v; want an empty folder", node, len(entries), err)
+		}
 	}
 }
 
