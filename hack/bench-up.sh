@@ -18,22 +18,15 @@ export KUBECONFIG=$(mktemp)
 nets=$(mktemp -d)
 trap 'rm -rf "$KUBECONFIG" "$nets"' EXIT
 config=clusters/kind.yaml up_flags=()
-if [ "$workers" -gt 0 ]; then
-  # As kindcluster.MultiNodeConfig writes it.
-  config=$nets/kind.yaml up_flags=(--workers "$workers")
-  printf 'kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n' > "$config"
-  for i in $(seq 0 "$workers"); do
-    role=worker; [ "$i" -gt 0 ] || role=control-plane
-    printf -- '- role: %s\n  extraMounts:\n  - hostPath: %s\n    containerPath: /etc/cni/net.d\n' "$role" "$nets/node-$i" >> "$config"
-  done
-fi
+[ "$workers" -eq 0 ] || config=$nets/kind.yaml up_flags=(--workers "$workers")
 
 secs() { local s=$(date +%s.%N); "$@" >/dev/null 2>&1; awk -v a="$(date +%s.%N)" -v b="$s" 'BEGIN {printf "%.2f", a - b}'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 kind=() cold=() warm=() noop=()
 for i in $(seq 1 "$n"); do
-  rm -rf "$nets"/node-*; mkdir -p $(seq -f "$nets/node-%g" 0 "$workers")
+  # The config devctl up --workers makes, over empty folders for the nodes' network configs.
+  [ "$workers" -eq 0 ] || bin/devctl kind-config --workers "$workers" --net-dir "$nets" > "$config"
   kind+=("$(secs bin/kind create cluster --name bench-kind --image "$image" --config "$config" --wait 5m)")
   bin/kind delete cluster --name bench-kind >/dev/null 2>&1
   cold+=("$(secs bin/devctl up --name bench-devctl --image "$image" "${up_flags[@]}")")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,9 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/commands"
 	"github.com/mlkube/mlkube/devctl/internal/convert"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
+	"github.com/mlkube/mlkube/devctl/internal/up"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -65,7 +68,7 @@ A trainer image you build with docker build is in the local Docker engine, not o
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return commands.UsageError(err) })
 	cmd.AddCommand(upCommand(), downCommand(), statusCommand(), runCommand(), loadCommand(), logsCommand(), convertCommand(), dashboardCommand(),
-		suspendCommand(true), suspendCommand(false), versionCommand())
+		suspendCommand(true), suspendCommand(false), versionCommand(), buildCommand(), kindConfigCommand())
 	return cmd
 }
 
@@ -167,7 +170,7 @@ kept. --watch ends with Ctrl-C (exit 0).`,
 }
 
 func loadCommand() *cobra.Command {
-	opts := commands.LoadOptions{Name: commands.DefaultName}
+	opts := commands.LoadOptions{Name: cluster.DefaultName}
 	cmd := &cobra.Command{
 		Use:   "load IMAGE...",
 		Short: "Load images from the local Docker engine into the cluster's nodes (as kind load docker-image)",
@@ -275,7 +278,7 @@ Nothing is sent to a cluster.`,
 }
 
 func upCommand() *cobra.Command {
-	opts := commands.UpOptions{Name: commands.DefaultName, Wait: 5 * time.Minute}
+	opts := up.Options{Name: cluster.DefaultName, Wait: 5 * time.Minute}
 	withRegistry := true
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -326,7 +329,7 @@ leaves it out.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.NoRegistry = !withRegistry
-			return commands.Up(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
+			return up.Run(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&opts.Name, "name", opts.Name, "name of the kind cluster")
@@ -339,7 +342,7 @@ leaves it out.`,
 }
 
 func downCommand() *cobra.Command {
-	name := commands.DefaultName
+	name := cluster.DefaultName
 	withRegistry := false
 	cmd := &cobra.Command{
 		Use:   "down",
@@ -367,7 +370,7 @@ as well, its container and the volume with its images.`,
 }
 
 func statusCommand() *cobra.Command {
-	name := commands.DefaultName
+	name := cluster.DefaultName
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster's nodes, the operator, the local registry, the CRDs and jobs of every kind by state",
@@ -445,4 +448,74 @@ its replicas are available. A cluster that does not answer is said, not an error
 			return commands.Version(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
+}
+
+// buildCommand is hidden: it is make up's (hack/up.sh), not a user's.
+func buildCommand() *cobra.Command {
+	opts := commands.BuildOptions{Out: "bin/devctl"}
+	cmd := &cobra.Command{
+		Use:    "build",
+		Hidden: true,
+		Short:  "Build devctl itself from the checkout, only when its sources changed (make up does)",
+		Long: `Build compiles devctl from the checkout it runs in (go build ./devctl/cmd/devctl) into -o, which
+it replaces in one rename: a devctl that runs from it meanwhile, this one included, keeps running.
+make up (hack/up.sh) runs ` + "`bin/devctl build --if-changed`" + ` before ` + "`bin/devctl up`" + `.
+
+With --if-changed it first hashes what goes into the build, as devctl up keys its images: the
+files of every package of this module that devctl imports, as go list selects them; the versions
+of the other modules; go.mod and go.sum; the toolchain and the go environment. It builds only
+when that hash is not the one recorded, with the binary's size and time, in the stamp beside -o
+(bin/.devctl.stamp): go build's own up-to-date check takes over a second on 2 cores, the hash
+less than half of that. A binary that another build replaced (make build) is rebuilt once. A
+source changed during the build leaves no stamp, so the next run builds again.`,
+		Example: `  # what make up runs before devctl up
+  bin/devctl build --if-changed
+
+  # build again whatever the stamp says
+  bin/devctl build`,
+		Args: args(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return commands.Build(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Out, "output", "o", opts.Out, "the binary to write")
+	cmd.Flags().BoolVar(&opts.IfChanged, "if-changed", false, "build only when devctl's sources changed since the stamp beside the binary was written")
+	return cmd
+}
+
+// kindConfigCommand is hidden: it is hack/bench-up.sh's, not a user's.
+func kindConfigCommand() *cobra.Command {
+	var workers int
+	var netDir string
+	cmd := &cobra.Command{
+		Use:    "kind-config",
+		Hidden: true,
+		Short:  "Print the kind config devctl up --workers N creates a cluster from",
+		Long: `Kind-config prints the kind config that ` + "`devctl up --workers N`" + ` creates a cluster from: one
+control plane and N workers, the pod network the node image's own (flannel offline, kindnet on
+kind's published image), each node's /etc/cni/net.d mounted from a folder of its own,
+--net-dir/node-0 (the control plane) to --net-dir/node-N. It makes those folders, empty: a
+network config left by an earlier cluster would make a node Ready before its pod network runs.
+devctl up keeps them in its cache, under the cluster's name; here --net-dir says where.
+
+hack/bench-up.sh creates a bare kind cluster from it, to time devctl up --workers against kind
+alone. The config leaves out what devctl up adds for the local registry (containerd's
+config_path, for hosts.toml).`,
+		Example: `  devctl kind-config --workers 2 --net-dir /tmp/bench-net > /tmp/bench-net/kind.yaml
+  kind create cluster --name bench --config /tmp/bench-net/kind.yaml`,
+		Args: args(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if workers < 1 || netDir == "" {
+				return commands.UsageError(fmt.Errorf("give --workers 1 or more and --net-dir; see devctl %s --help", cmd.Name()))
+			}
+			dir, err := filepath.Abs(netDir)
+			if err != nil {
+				return err
+			}
+			return up.KindConfig(workers, dir, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().IntVar(&workers, "workers", 0, "how many worker nodes, beside the control plane")
+	cmd.Flags().StringVar(&netDir, "net-dir", "", "the folder that holds each node's network config folder (node-0, node-1, ...)")
+	return cmd
 }

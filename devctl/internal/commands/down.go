@@ -4,17 +4,14 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
 
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
+	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
-
-// DefaultName is the cluster name when none is given.
-const DefaultName = "mlkube"
 
 // Down deletes the cluster and the kubeconfig context kind wrote for it; no such cluster is not
 // an error, only said. The local registry serves every cluster and keeps its images for the next
@@ -36,8 +33,8 @@ func Down(ctx context.Context, name string, withRegistry bool, status io.Writer)
 				return err
 			}
 			// A multi-node cluster's network configs (devctl up --workers) go with it.
-			if dir, err := netDir(name); err == nil {
-				_ = os.RemoveAll(filepath.Dir(dir))
+			if dir, err := cache.ClusterDir(name); err == nil {
+				_ = os.RemoveAll(dir)
 			}
 			if !existed {
 				return steps.Done("No cluster %s to delete", name)
@@ -64,7 +61,7 @@ func Down(ctx context.Context, name string, withRegistry bool, status io.Writer)
 			case r.Repositories == nil:
 				return steps.Done("Kept the local registry %s and its images, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host)
 			}
-			return steps.Done("Kept the local registry %s and its %s, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host, repositories(len(r.Repositories)))
+			return steps.Done("Kept the local registry %s and its %s, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host, registry.CountRepositories(len(r.Repositories)))
 		}},
 	)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -65,7 +65,7 @@ func connectCurrent(ctx context.Context) (*current, error) {
 		return nil, err
 	}
 	if _, err := dc.ServerVersion(); err != nil {
-		return nil, fmt.Errorf("no cluster answers at context %s (%s): run `make up` first", raw.CurrentContext, oneLine(err))
+		return nil, fmt.Errorf("no cluster answers at context %s (%s): run `make up` first", raw.CurrentContext, steps.OneLine(err))
 	}
 	var served []metav1.APIResource
 	resources, err := dc.ServerResourcesForGroupVersion(v1beta1.GroupVersion.String())
@@ -101,9 +101,4 @@ func (c *current) serves(kind *v1beta1.Kind) error {
 		}
 	}
 	return fmt.Errorf("%s CRD not installed in the cluster at context %s: run devctl up", kind.Name, c.Context)
-}
-
-func oneLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
 }

@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
+	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/localimages"
+	"github.com/mlkube/mlkube/devctl/internal/ship"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -40,7 +42,7 @@ func loadPlan(ctx context.Context, plan *localimages.Plan, mem *localimages.Memo
 	for _, n := range plan.Nodes {
 		names = append(names, n.String())
 	}
-	if err := shipArchive(ctx, refs, save, plan.Nodes); err != nil {
+	if err := ship.Archive(ctx, refs, save, plan.Nodes); err != nil {
 		remember(ctx, mem)
 		return err
 	}
@@ -59,7 +61,7 @@ func remember(ctx context.Context, mem *localimages.Memory) {
 // loadedMemory is what devctl remembers of the images in cluster's nodes (localimages.Memory);
 // nil without a cache directory.
 func loadedMemory(cluster string) *localimages.Memory {
-	dir, err := cacheDir()
+	dir, err := cache.Dir()
 	if err != nil {
 		return nil
 	}
@@ -241,7 +243,7 @@ func (r *runner) ensureImages(ctx context.Context, c *imageCheck) error {
 	<-c.quick
 	r.local = &jobImages{refs: c.refs, seen: map[string]string{}}
 	if c.quickErr != nil {
-		r.say("warning: not loading the job's images from Docker into the nodes: %s", oneLine(c.quickErr))
+		r.say("warning: not loading the job's images from Docker into the nodes: %s", steps.OneLine(c.quickErr))
 		return nil
 	}
 	for _, img := range c.local {
@@ -257,7 +259,7 @@ func (r *runner) ensureImages(ctx context.Context, c *imageCheck) error {
 	}
 	<-c.done
 	if c.err != nil {
-		r.say("warning: not loading the job's images from Docker into the nodes: %s", oneLine(c.err))
+		r.say("warning: not loading the job's images from Docker into the nodes: %s", steps.OneLine(c.err))
 		return nil
 	}
 	if len(c.plan.Load) == 0 {
@@ -322,7 +324,7 @@ func (r *runner) imageChanges(ctx context.Context) <-chan struct{} {
 	}
 	events, err := localimages.Events(ctx)
 	if err != nil {
-		r.say("warning: --watch does not see images rebuilt in Docker: %s", oneLine(err))
+		r.say("warning: --watch does not see images rebuilt in Docker: %s", steps.OneLine(err))
 		return nil
 	}
 	return debounced(ctx, events, r.o.Debounce)
@@ -337,7 +339,7 @@ func (r *runner) changedImages(ctx context.Context) string {
 	}
 	now, err := localimages.InEngine(ctx, r.local.refs)
 	if err != nil {
-		r.say("warning: asking Docker about the job's images: %s", oneLine(err))
+		r.say("warning: asking Docker about the job's images: %s", steps.OneLine(err))
 		return ""
 	}
 	var changed []string

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
+	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -95,7 +96,7 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 			continue
 		}
 		if err := follow.ReadLog(ctx, src, &p, replica, o.Previous, m); err != nil {
-			fmt.Fprint(status, printer.StateLine(replica, "no log: %s", oneLine(err)))
+			fmt.Fprint(status, printer.StateLine(replica, "no log: %s", steps.OneLine(err)))
 			continue
 		}
 		shown++

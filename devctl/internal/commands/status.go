@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -44,7 +46,7 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	if err := c.CheckRunning(ctx); err != nil {
 		return err
 	}
-	kube, err := connect(c)
+	kube, err := cluster.Connect(c)
 	if err != nil {
 		return err
 	}
@@ -78,7 +80,7 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 // writeJobs writes a row per kind that served says is served, with its jobs by state, and
 // under it a line for each unreadable job, naming it and the field; then what to do about those,
 // once. opts narrow the lists (tests: one namespace).
-func writeJobs(ctx context.Context, w io.Writer, kube *clients, served map[*v1beta1.Kind]bool, opts ...client.ListOption) {
+func writeJobs(ctx context.Context, w io.Writer, kube *cluster.Clients, served map[*v1beta1.Kind]bool, opts ...client.ListOption) {
 	unreadable := false
 	for _, k := range v1beta1.Kinds {
 		if !served[k] {
@@ -108,9 +110,9 @@ func nodeReady(n corev1.Node) string {
 	return "NotReady"
 }
 
-func operatorHealth(ctx context.Context, kube *clients) string {
+func operatorHealth(ctx context.Context, kube *cluster.Clients) string {
 	d := &appsv1.Deployment{}
-	err := kube.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, d)
+	err := kube.Get(ctx, client.ObjectKey{Namespace: cluster.OperatorNamespace, Name: cluster.OperatorDeployment}, d)
 	if apierrors.IsNotFound(err) {
 		return "not installed (run `devctl up`)"
 	}
@@ -131,7 +133,7 @@ func operatorHealth(ctx context.Context, kube *clients) string {
 			}
 		}
 	}
-	version := d.Annotations[versionAnnotation]
+	version := d.Annotations[cluster.VersionAnnotation]
 	if version == "" {
 		version = "unknown (not installed by devctl)"
 	}
@@ -145,7 +147,7 @@ func operatorHealth(ctx context.Context, kube *clients) string {
 // crdHealth says, for every kind of the table, whether its CRD is installed and established, and
 // which kinds' jobs can so be listed: "established, serving mlkube.io/v1beta1: tfjobs, mxjobs,
 // pytorchjobs", or what is wrong with which.
-func crdHealth(ctx context.Context, kube *clients) (string, map[*v1beta1.Kind]bool) {
+func crdHealth(ctx context.Context, kube *cluster.Clients) (string, map[*v1beta1.Kind]bool) {
 	served := map[*v1beta1.Kind]bool{}
 	var ok, problems []string
 	versions := map[string]bool{}
@@ -190,7 +192,7 @@ func crdHealth(ctx context.Context, kube *clients) (string, map[*v1beta1.Kind]bo
 
 // jobsByState counts the jobs of a kind in every namespace by state, and names each unreadable
 // one (v1beta1.Job.Unreadable) with why: "tfjob/x in namespace a is unreadable: spec...".
-func jobsByState(ctx context.Context, kube *clients, kind *v1beta1.Kind, opts ...client.ListOption) (string, []string) {
+func jobsByState(ctx context.Context, kube *cluster.Clients, kind *v1beta1.Kind, opts ...client.ListOption) (string, []string) {
 	list := kind.NewList()
 	err := kube.List(ctx, list, opts...)
 	switch {
@@ -259,4 +261,27 @@ func countStates(jobs []runtime.Object) string {
 		parts[i] = fmt.Sprintf("%d %s", counts[s], s)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// registryLine is the registry's line of devctl status.
+func registryLine(ctx context.Context) string {
+	r, err := registry.Look(ctx)
+	switch {
+	case err != nil:
+		return "cannot tell: " + err.Error()
+	case !r.Exists:
+		return "none (devctl up runs one at " + registry.Host + ")"
+	case !r.Running:
+		return fmt.Sprintf("%s: container %s stopped (devctl up starts it again; its images are kept)", registry.Host, registry.Container)
+	case r.Err != nil:
+		return fmt.Sprintf("%s: running, but %v", registry.Host, r.Err)
+	case len(r.Repositories) == 0:
+		return fmt.Sprintf("%s: running (%s), empty: docker push %s/NAME:TAG", registry.Host, r.Image, registry.Host)
+	}
+	shown := r.Repositories
+	more := ""
+	if len(shown) > 5 {
+		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(r.Repositories)-5)
+	}
+	return fmt.Sprintf("%s: running (%s), %s: %s%s", registry.Host, r.Image, registry.CountRepositories(len(r.Repositories)), strings.Join(shown, ", "), more)
 }

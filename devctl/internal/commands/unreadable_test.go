@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -148,7 +149,7 @@ func TestUnreadableJobs(t *testing.T) {
 		for _, k := range v1beta1.Kinds {
 			served[k] = true
 		}
-		writeJobs(ctx, w, &clients{Client: k8s}, served, client.InNamespace(ns))
+		writeJobs(ctx, w, &cluster.Clients{Client: k8s}, served, client.InNamespace(ns))
 		must(t, w.Flush())
 		got := regexp.MustCompile(` {2,}`).ReplaceAllString(b.String(), "  ")
 		want := []string{}
@@ -233,7 +234,7 @@ func TestCRDHealthCoversEveryKind(t *testing.T) {
 	must(t, apiextensionsv1.AddToScheme(scheme))
 	c, err := client.New(jobtest.Config, client.Options{Scheme: scheme})
 	must(t, err)
-	line, served := crdHealth(context.Background(), &clients{Client: c})
+	line, served := crdHealth(context.Background(), &cluster.Clients{Client: c})
 	for _, k := range v1beta1.Kinds {
 		if !served[k] || !strings.Contains(line, k.Plural) {
 			t.Errorf("%s: served %v, line %q", k.CRD(), served[k], line)

@@ -10,6 +10,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/devctl/internal/checkout"
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
+	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
 // Version prints devctl's own version (its build's source revision) and the operator's in the
@@ -22,15 +26,15 @@ func Version(ctx context.Context, out io.Writer) error {
 	defer cancel()
 	cl, err := connectCurrent(cctx)
 	if err != nil {
-		fmt.Fprintf(out, "operator  unknown: %s\n", oneLine(err))
+		fmt.Fprintf(out, "operator  unknown: %s\n", steps.OneLine(err))
 		return nil
 	}
 	var d appsv1.Deployment
-	if err := cl.Client.Get(cctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, &d); err != nil {
-		fmt.Fprintf(out, "operator  none found in context %s (deployment %s/%s: %s)\n", cl.Context, operatorNamespace, operatorDeployment, oneLine(err))
+	if err := cl.Client.Get(cctx, client.ObjectKey{Namespace: cluster.OperatorNamespace, Name: cluster.OperatorDeployment}, &d); err != nil {
+		fmt.Fprintf(out, "operator  none found in context %s (deployment %s/%s: %s)\n", cl.Context, cluster.OperatorNamespace, cluster.OperatorDeployment, steps.OneLine(err))
 		return nil
 	}
-	v := d.Annotations[versionAnnotation]
+	v := d.Annotations[cluster.VersionAnnotation]
 	if v == "" {
 		v = "unknown (not installed by devctl up)"
 	}
@@ -62,8 +66,8 @@ func clientVersion(ctx context.Context) string {
 	if rev != "" {
 		return rev + dirty + " (" + info.GoVersion + ")"
 	}
-	if root, err := repoRoot(); err == nil {
-		return "built without a source revision; the checkout it runs from is " + sourceVersion(ctx, root) + " (" + info.GoVersion + ")"
+	if root, err := checkout.Root(); err == nil {
+		return "built without a source revision; the checkout it runs from is " + checkout.Version(ctx, root) + " (" + info.GoVersion + ")"
 	}
 	return "dev (" + info.GoVersion + ")"
 }

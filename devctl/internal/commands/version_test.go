@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -19,12 +20,12 @@ import (
 func TestVersionNamesTheOperator(t *testing.T) {
 	envtest(t)
 	ctx := context.Background()
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster.OperatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"app": "op"}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: operatorDeployment, Annotations: map[string]string{versionAnnotation: "v0.9.0-3-gabc1234"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.OperatorNamespace, Name: cluster.OperatorDeployment, Annotations: map[string]string{cluster.VersionAnnotation: "v0.9.0-3-gabc1234"}},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "mlkube/operator:abc"}}},

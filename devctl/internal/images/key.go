@@ -43,23 +43,52 @@ func Key(ctx context.Context, opts Options, img Image) (string, error) {
 	fmt.Fprintf(h, "%s\nimage %q %q %q %q cgo=%t libraries=%q\n", keySchema, img.Name, img.Package, img.Binary, img.Dir, img.CGO, img.Libraries)
 	fmt.Fprintf(h, "env %q\nflags %q\n", b.env, b.args(""))
 
-	goEnv, err := goEnv(ctx, opts.Dir, b.env)
+	goEnv, err := hashSources(ctx, h, opts.Dir, b.env, img.Package, keyEnv)
 	if err != nil {
 		return "", err
+	}
+	if img.CGO {
+		if err := hashC(h, opts.Arch, goEnv["CC"], img.Libraries); err != nil {
+			return "", fmt.Errorf("%s: %w", img.Name, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ProgramKey is Key for a program of the module at dir that a plain `go build pkg` builds for
+// this machine (devctl itself): a hash of the same sources, module versions, toolchain and go
+// environment, GOOS, GOARCH and CGO_ENABLED as go sees them included.
+func ProgramKey(ctx context.Context, dir, pkg string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nprogram %q\n", keySchema, pkg)
+	if _, err := hashSources(ctx, h, dir, nil, pkg, slices.Concat(keyEnv, []string{"GOOS", "GOARCH", "CGO_ENABLED"})); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashSources writes into h what the go environment vars say, under the build env, and what
+// goes into pkg: go.mod and go.sum, the files of each package of the module (or of a module
+// replaced by a local directory) it imports, the versions of the other modules. It returns the
+// go environment.
+func hashSources(ctx context.Context, h io.Writer, dir string, env []string, pkg string, vars []string) (map[string]string, error) {
+	goEnv, err := goEnv(ctx, dir, env, vars)
+	if err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(h, "go env %q\n", goEnv)
 	for _, f := range []string{"go.mod", "go.sum", goEnv["GOWORK"]} {
 		if f == "" || f == "off" {
 			continue
 		}
-		if err := hashFile(h, "module file", filepath.Join(opts.Dir, f)); err != nil && (f != "go.sum" || !errors.Is(err, os.ErrNotExist)) {
-			return "", err
+		if err := hashFile(h, "module file", filepath.Join(dir, f)); err != nil && (f != "go.sum" || !errors.Is(err, os.ErrNotExist)) {
+			return nil, err
 		}
 	}
 
-	pkgs, err := listDeps(ctx, opts.Dir, b.env, img.Package)
+	pkgs, err := listDeps(ctx, dir, env, pkg)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	modules := map[string]bool{}
 	for _, p := range pkgs {
@@ -71,7 +100,7 @@ func Key(ctx context.Context, opts Options, img Image) (string, error) {
 			fmt.Fprintf(h, "package %s\n", p.ImportPath)
 			for _, name := range p.files() {
 				if err := hashFile(h, "file "+filepath.ToSlash(name), filepath.Join(p.Dir, name)); err != nil {
-					return "", err
+					return nil, err
 				}
 			}
 		default:
@@ -85,13 +114,7 @@ func Key(ctx context.Context, opts Options, img Image) (string, error) {
 	for _, m := range slices.Sorted(maps.Keys(modules)) {
 		fmt.Fprintf(h, "module %s\n", m)
 	}
-
-	if img.CGO {
-		if err := hashC(h, opts.Arch, goEnv["CC"], img.Libraries); err != nil {
-			return "", fmt.Errorf("%s: %w", img.Name, err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return goEnv, nil
 }
 
 // listedPackage is what Key reads of a package from `go list -json`.
@@ -153,9 +176,9 @@ func listDeps(ctx context.Context, dir string, env []string, pkg string) ([]*lis
 var keyEnv = []string{"GOVERSION", "GOFLAGS", "GOEXPERIMENT", "GOAMD64", "GOARM64", "GOWORK", "GOTOOLCHAIN",
 	"CC", "CXX", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_LDFLAGS", "PKG_CONFIG"}
 
-// goEnv is `go env` of keyEnv, as go sees them for the build env.
-func goEnv(ctx context.Context, dir string, env []string) (map[string]string, error) {
-	out, err := goCommand(ctx, dir, env, append([]string{"env", "-json"}, keyEnv...)...)
+// goEnv is `go env` of names, as go sees them for the build env.
+func goEnv(ctx context.Context, dir string, env, names []string) (map[string]string, error) {
+	out, err := goCommand(ctx, dir, env, append([]string{"env", "-json"}, names...)...)
 	if err != nil {
 		return nil, err
 	}

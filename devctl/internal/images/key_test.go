@@ -138,6 +138,25 @@ func TestKeyFollowsALocallyReplacedModule(t *testing.T) {
 	}
 }
 
+// devctl's own key (hack/up.sh rebuilds it on another one) follows its sources, and is not an
+// image's.
+func TestProgramKeyFollowsTheSources(t *testing.T) {
+	dir := module(t)
+	ctx := context.Background()
+	base, err := ProgramKey(ctx, dir, app.Package)
+	must(t, err)
+	if again, err := ProgramKey(ctx, dir, app.Package); err != nil || again != base {
+		t.Fatalf("two keys of unchanged sources: %s and %s (%v)", base, again, err)
+	}
+	if base == key(t, dir, app, "v1") {
+		t.Error("a program built for this machine has its image's key")
+	}
+	write(t, filepath.Join(dir, "lib/greeting.txt"), "bonjour\n")
+	if changed, err := ProgramKey(ctx, dir, app.Package); err != nil || changed == base {
+		t.Errorf("a changed file it embeds left the key as it was (%v)", err)
+	}
+}
+
 func TestKeyOfAPackageThatDoesNotExistFails(t *testing.T) {
 	dir := module(t)
 	missing := app

@@ -61,9 +61,28 @@ func MultiNodeConfig(workers int, netDir string) []byte {
 		if i == 0 {
 			role = "control-plane"
 		}
-		fmt.Fprintf(&b, "- role: %s\n  extraMounts:\n  - hostPath: %s\n    containerPath: /etc/cni/net.d\n", role, filepath.Join(netDir, fmt.Sprintf("node-%d", i)))
+		fmt.Fprintf(&b, "- role: %s\n  extraMounts:\n  - hostPath: %s\n    containerPath: /etc/cni/net.d\n", role, nodeNetDir(netDir, i))
 	}
 	return []byte(b.String())
+}
+
+// MakeNetDirs makes the folders MultiNodeConfig(workers, netDir) mounts, each empty.
+func MakeNetDirs(workers int, netDir string) error {
+	for i := 0; i <= workers; i++ {
+		dir := nodeNetDir(netDir, i)
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeNetDir is the folder in netDir that is node i's /etc/cni/net.d; node 0 is the control plane.
+func nodeNetDir(netDir string, i int) string {
+	return filepath.Join(netDir, fmt.Sprintf("node-%d", i))
 }
 
 // ConfigNodes is how many nodes a cluster of this kind config has: one when it lists none, as

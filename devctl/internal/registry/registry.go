@@ -212,6 +212,15 @@ func Catalog(ctx context.Context) ([]string, error) {
 	return repos, nil
 }
 
+// CountRepositories counts them in words, as devctl's lines about the registry say it: "1
+// repository", "2 repositories".
+func CountRepositories(n int) string {
+	if n == 1 {
+		return "1 repository"
+	}
+	return fmt.Sprintf("%d repositories", n)
+}
+
 // waitAnswer waits until the registry answers its API's base endpoint on the host.
 func waitAnswer(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)

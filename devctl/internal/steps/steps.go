@@ -346,6 +346,13 @@ func IsDone(err error) bool {
 
 func (e *doneError) Error() string { return e.msg }
 
+// OneLine is the first line of err, for a status line: the rest (a compiler's output, a
+// diagnosis) belongs in the error the command ends with.
+func OneLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
 // Duration formats d the way the status lines show it: "0.4s", "12.3s", "2m05s".
 func Duration(d time.Duration) string {
 	if d = d.Round(100 * time.Millisecond); d < time.Minute {

@@ -1,10 +1,9 @@
-package commands
+package up
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -12,8 +11,10 @@ import (
 
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/ship"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
@@ -22,6 +23,89 @@ import (
 // beside kind's own work takes it off the critical path, which is most of a cold multi-node up.
 // It is quiet (kind draws its own progress meanwhile): the later steps report what was done, or
 // do it again and say why.
+
+// early is that work: the images are of the sources as they were when up started. Its state is
+// its own; the steps read it through its methods, which a nil early (up found the cluster)
+// answers as "nothing done".
+type early struct {
+	builds map[string]*earlyBuild
+	// load and apply are nil when the kind config's nodes cannot be counted: the steps then do
+	// their work themselves.
+	load  *earlyLoad
+	apply *earlyApply
+	// created closes once kind's Create has returned; stop ends the load's and apply's context.
+	created chan struct{}
+	stop    context.CancelFunc
+}
+
+// startEarly starts the early work for the cluster kind creates from cfg.
+func (u *up) startEarly(cfg []byte) *early {
+	e := &early{builds: u.buildEarly(), created: make(chan struct{})}
+	ctx, stop := context.WithCancel(u.ctx)
+	e.stop = stop
+	if want, err := kindcluster.ConfigNodes(cfg); err == nil {
+		e.load = e.startLoad(ctx, u.cluster, want)
+		e.apply = e.startApply(ctx, u.cluster, u.install)
+	}
+	return e
+}
+
+// clusterCreated says that kind's Create has returned.
+func (e *early) clusterCreated() { close(e.created) }
+
+// abandon stops the load and the apply after kind failed to create the cluster, and waits for
+// them to end; the builds go on, for the cache.
+func (e *early) abandon() {
+	e.stop()
+	if e.load != nil {
+		<-e.load.done
+		<-e.apply.done
+	}
+}
+
+// finish waits for the load and the apply to end, and reports whether the load put every early
+// build on every node our pods run on.
+func (e *early) finish() bool {
+	if e == nil {
+		return false
+	}
+	if e.load != nil {
+		<-e.load.done
+		<-e.apply.done
+	}
+	e.stop()
+	return e.load != nil && e.load.err == nil
+}
+
+// build is the early build of the image called name; nil when there was none.
+func (e *early) build(name string) *earlyBuild {
+	if e == nil {
+		return nil
+	}
+	return e.builds[name]
+}
+
+// loaded is the early load; nil when there was none.
+func (e *early) loaded() *earlyLoad {
+	if e == nil {
+		return nil
+	}
+	return e.load
+}
+
+// applied is the early apply; nil when there was none.
+func (e *early) applied() *earlyApply {
+	if e == nil {
+		return nil
+	}
+	return e.apply
+}
+
+// appliedAll reports whether both manifests were applied while the cluster was created.
+func (e *early) appliedAll() bool {
+	a := e.applied()
+	return a != nil && steps.IsDone(a.operator) && steps.IsDone(a.nodeprobe)
+}
 
 // earlyBuild is an image built while the cluster was created, of the sources as they were when
 // up started. key is their hash; stable says the sources still hashed the same after the build,
@@ -39,19 +123,19 @@ type earlyBuild struct {
 
 // buildEarly starts building every image, or taking it from the cache when its sources are
 // those of a kept image.
-func (u *up) buildEarly(ctx context.Context) {
-	u.version = sourceVersion(ctx, u.root)
+func (u *up) buildEarly() map[string]*earlyBuild {
+	ctx := u.ctx
 	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
-	cache := u.imageCache(nil)
-	u.early = map[string]*earlyBuild{}
+	kept := u.imageCache(nil)
+	builds := map[string]*earlyBuild{}
 	for _, img := range images.Ours {
 		e := &earlyBuild{done: make(chan struct{})}
-		u.early[img.Name] = e
+		builds[img.Name] = e
 		go func() {
 			defer close(e.done)
 			e.key, e.keyErr = images.Key(ctx, opts, img)
-			if e.keyErr == nil && cache.Dir != "" {
-				if e.b, e.cached = cache.LoadImage(img, e.key); e.cached {
+			if e.keyErr == nil && kept.Dir != "" {
+				if e.b, e.cached = kept.LoadImage(img, e.key); e.cached {
 					return
 				}
 			}
@@ -62,6 +146,7 @@ func (u *up) buildEarly(ctx context.Context) {
 			}
 		}()
 	}
+	return builds
 }
 
 // earlyLoad is the loading of the early builds into the nodes our pods run on, each as soon as
@@ -78,38 +163,27 @@ type earlyLoad struct {
 // nodesAppear bounds the wait for kind to start a new cluster's node containers.
 const nodesAppear = 2 * time.Minute
 
-// loadEarly starts loading the early builds into the pod nodes of a cluster of want nodes.
-func (u *up) loadEarly(ctx context.Context, want int) *earlyLoad {
+// startLoad starts loading the early builds into the pod nodes of c, a cluster of want nodes.
+func (e *early) startLoad(ctx context.Context, c *kindcluster.Cluster, want int) *earlyLoad {
 	l := &earlyLoad{done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
-		l.err = u.runEarlyLoad(ctx, want, l)
+		l.err = e.runLoad(ctx, c, want, l)
 	}()
 	return l
 }
 
-func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
-	var built []*images.Built
-	var refs []string
-	for _, img := range images.Ours {
-		e := u.early[img.Name]
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if e.err != nil {
-			return fmt.Errorf("building %s: %w", img.Name, e.err)
-		}
-		built = append(built, e.b)
-		refs = append(refs, e.b.Ref.String())
+func (e *early) runLoad(ctx context.Context, c *kindcluster.Cluster, want int, l *earlyLoad) error {
+	built, err := e.waitBuilds(ctx)
+	if err != nil {
+		return err
 	}
 	// kind starts every node container at once, before it configures any; a node listed late
 	// would only be loaded later, by the loading step.
 	deadline := time.Now().Add(nodesAppear)
 	var all []nodes.Node
 	for {
-		all, _ = u.cluster.Nodes() // an error until the first container exists
+		all, _ = c.Nodes() // an error until the first container exists
 		if len(all) >= want {
 			break
 		}
@@ -121,7 +195,7 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 		}
 	}
 	targets := kindcluster.PodNodes(all)
-	path, _, err := writeArchive(ours(built))
+	path, _, err := ship.WriteFile(ours(built))
 	if err != nil {
 		return err
 	}
@@ -131,7 +205,7 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 	for i, n := range all {
 		wg.Go(func() {
 			// Done again after kind's Create when this fails (the container may not run yet).
-			_ = u.cluster.Mark(n)
+			_ = c.Mark(n)
 			if slices.Contains(targets, n) {
 				errs[i] = prepareWhenUp(ctx, n, path)
 			}
@@ -141,8 +215,29 @@ func (u *up) runEarlyLoad(ctx context.Context, want int, l *earlyLoad) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	l.refs, l.nodes = refs, len(targets)
+	for _, b := range built {
+		l.refs = append(l.refs, b.Ref.String())
+	}
+	l.nodes = len(targets)
 	return nil
+}
+
+// waitBuilds waits for every early build, in images.Ours' order; the first that failed fails it.
+func (e *early) waitBuilds(ctx context.Context) ([]*images.Built, error) {
+	var built []*images.Built
+	for _, img := range images.Ours {
+		b := e.builds[img.Name]
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if b.err != nil {
+			return nil, fmt.Errorf("building %s: %w", img.Name, b.err)
+		}
+		built = append(built, b.b)
+	}
+	return built, nil
 }
 
 // containerdUp bounds the wait for a new node's containerd to answer.
@@ -175,31 +270,6 @@ func prepareWhenUp(ctx context.Context, n nodes.Node, archive string) error {
 	return nil
 }
 
-// writeArchive has write write a docker-archive into a new file, and returns its path and
-// size. The caller removes the file.
-func writeArchive(write func(io.Writer) error) (string, int64, error) {
-	f, err := os.CreateTemp("", "devctl-images-*.tar")
-	if err != nil {
-		return "", 0, err
-	}
-	err = write(f)
-	if err != nil {
-		err = fmt.Errorf("writing the image archive: %w", err)
-	}
-	size, serr := f.Seek(0, io.SeekCurrent)
-	if err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", 0, err
-	}
-	return f.Name(), size, nil
-}
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -220,41 +290,43 @@ type earlyApply struct {
 	// operator and nodeprobe are what the applying steps report: a steps.Done, or why applying
 	// failed (the step then applies again); nil when there was no early apply (no early load).
 	operator, nodeprobe error
+	// kube reached the cluster, for the steps after an applying step that reports the early apply.
+	kube *cluster.Clients
 }
 
-// applyEarly starts applying the manifests once the early load is done and the apiserver
-// answers. created closes when kind's Create has returned: from then on the apiserver should
-// answer at once, and the wait gives up after one more try.
-func (u *up) applyEarly(ctx context.Context, created <-chan struct{}) *earlyApply {
+// startApply starts applying the manifests of in, with the early builds, once the early load is
+// done and the apiserver of c answers. The wait gives up after one more try once kind's Create
+// has returned: from then on the apiserver should answer at once.
+func (e *early) startApply(ctx context.Context, c *kindcluster.Cluster, in install) *earlyApply {
 	a := &earlyApply{done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		select {
-		case <-u.loaded.done:
+		case <-e.load.done:
 		case <-ctx.Done():
 			return
 		}
-		if u.loaded.err != nil {
+		if e.load.err != nil {
 			return
 		}
 		for _, img := range images.Ours {
-			u.built = append(u.built, u.early[img.Name].b)
+			in.built = append(in.built, e.builds[img.Name].b)
 		}
-		if err := u.waitAPIServer(ctx, created); err != nil {
-			a.operator = err
+		if a.kube, a.operator = waitAPIServer(ctx, c, e.created); a.operator != nil {
 			return
 		}
-		if a.operator = u.applyOperator(ctx); steps.IsDone(a.operator) {
-			a.nodeprobe = u.applyNodeprobe(ctx)
+		if a.operator = in.applyOperator(ctx, a.kube); steps.IsDone(a.operator) {
+			a.nodeprobe = in.applyNodeprobe(ctx, a.kube)
 		}
 	}()
 	return a
 }
 
 // waitAPIServer waits until the kubeconfig of the cluster kind is creating exists (kubeadm
-// writes it before it starts the control plane) and its apiserver reports itself ready.
-func (u *up) waitAPIServer(ctx context.Context, created <-chan struct{}) error {
-	var kube *clients
+// writes it before it starts the control plane) and its apiserver reports itself ready; after
+// created closes, it tries once more.
+func waitAPIServer(ctx context.Context, c *kindcluster.Cluster, created <-chan struct{}) (*cluster.Clients, error) {
+	var kube *cluster.Clients
 	last := false
 	for {
 		select {
@@ -264,35 +336,40 @@ func (u *up) waitAPIServer(ctx context.Context, created <-chan struct{}) error {
 		}
 		var err error
 		if kube == nil {
-			kube, err = connect(u.cluster) // reads the kubeconfig off the control-plane node
+			kube, err = cluster.Connect(c) // reads the kubeconfig off the control-plane node
 		}
 		if kube != nil {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err = kube.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+			_, err = kube.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
 			cancel()
 			if err != nil {
 				err = fmt.Errorf("the apiserver is not ready: %w", err)
 			}
 		}
 		if err == nil || last {
-			return err
+			return kube, err
 		}
 		if err := sleep(ctx, time.Second); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }
 
-// unlessEarly is an applying step: it reports what the early apply of a new cluster did (result
-// picks which part), or runs apply.
-func (u *up) unlessEarly(result func(*earlyApply) error, apply func(context.Context) error) func(context.Context) error {
+// unlessEarly is an applying step: it reports what the early apply of a new cluster did (part
+// picks which part), or runs apply with the cluster's clients.
+func (u *up) unlessEarly(part func(*earlyApply) error, apply func(context.Context, *cluster.Clients) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		if u.applied != nil {
-			if r := earlyResult(steps.From(ctx), result(u.applied)); r != nil {
+		if a := u.early.applied(); a != nil {
+			if r := earlyResult(steps.From(ctx), part(a)); r != nil {
+				u.kube = a.kube
 				return r
 			}
 		}
-		return apply(ctx)
+		kube, err := u.clients()
+		if err != nil {
+			return err
+		}
+		return apply(ctx, kube)
 	}
 }
 
@@ -306,7 +383,7 @@ func earlyResult(p *steps.Progress, result error) error {
 	case steps.IsDone(result):
 		return steps.Done("%s, while the cluster was created", result.Error())
 	default:
-		p.Printf("applying while the cluster was created failed, so applying now: %s", oneLine(result))
+		p.Printf("applying while the cluster was created failed, so applying now: %s", steps.OneLine(result))
 		return nil
 	}
 }

@@ -8,65 +8,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/mlkube/mlkube/devctl/internal/manifests"
-	"github.com/mlkube/mlkube/operator/config"
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 )
-
-func TestNodeprobeObjects(t *testing.T) {
-	objs, err := nodeprobeObjects("mlkube/nodeprobe:0123456789ab", "v1.2.3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, o := range objs {
-		kinds = append(kinds, o.GetKind())
-	}
-	if kinds[0] != "Namespace" || kinds[len(kinds)-1] != "DaemonSet" {
-		t.Errorf("apply order %v: the namespace first, the DaemonSet last", kinds)
-	}
-	ds := manifests.Find(objs, "DaemonSet", "mlkube-nodeprobe", "nodeprobe")
-	if ds == nil {
-		t.Fatalf("no DaemonSet among %v", kinds)
-	}
-	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
-	if len(containers) != 1 || containers[0].(map[string]any)["image"] != "mlkube/nodeprobe:0123456789ab" {
-		t.Errorf("containers %v, want nodeprobe with the built image", containers)
-	}
-	if v := ds.GetAnnotations()[versionAnnotation]; v != "v1.2.3" {
-		t.Errorf("version annotation %q", v)
-	}
-}
-
-// A second devctl up leaves the accelerator config nodeprobe published alone; a first one
-// creates it.
-func TestTheLiveAcceleratorConfigIsKept(t *testing.T) {
-	objs, err := manifests.Read(config.FS, config.Default)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	got, kept, err := withoutLiveAcceleratorConfig(ctx, fake.NewClientBuilder().Build(), objs)
-	if err != nil || kept || len(got) != len(objs) {
-		t.Errorf("no ConfigMap yet: %d of %d objects, kept %v, err %v; want all applied", len(got), len(objs), kept, err)
-	}
-	live := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "mlkube-system", Name: "mlkube-accelerators"},
-		Data:       map[string]string{"accelerators.yaml": "accelerators:\n  nvidia.com/gpu: {}\n"},
-	}
-	got, kept, err = withoutLiveAcceleratorConfig(ctx, fake.NewClientBuilder().WithObjects(live).Build(), objs)
-	if err != nil || !kept || len(got) != len(objs)-1 {
-		t.Fatalf("ConfigMap there: %d of %d objects, kept %v, err %v; want it left out", len(got), len(objs), kept, err)
-	}
-	if manifests.Find(got, "ConfigMap", "mlkube-system", "mlkube-accelerators") != nil {
-		t.Error("the live ConfigMap would be applied over")
-	}
-	if manifests.Find(got, "Deployment", "mlkube-system", "mlkube-operator") == nil {
-		t.Error("the Deployment was left out too")
-	}
-}
 
 func TestNodeprobeHealth(t *testing.T) {
 	ctx := context.Background()
@@ -74,7 +19,7 @@ func TestNodeprobeHealth(t *testing.T) {
 		t.Errorf("no DaemonSet: %q", got)
 	}
 	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "mlkube-nodeprobe", Name: "nodeprobe", Generation: 2, Annotations: map[string]string{versionAnnotation: "v1"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "mlkube-nodeprobe", Name: "nodeprobe", Generation: 2, Annotations: map[string]string{cluster.VersionAnnotation: "v1"}},
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "nodeprobe", Image: "mlkube/nodeprobe:abc"}},
 		}}},

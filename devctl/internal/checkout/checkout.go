@@ -1,10 +1,11 @@
-package commands
+// Package checkout finds the mlkube checkout devctl runs in, which it builds from, and names its
+// version.
+package checkout
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,9 @@ import (
 // module is the Go module devctl builds our programs from.
 const module = "github.com/mlkube/mlkube"
 
-// repoRoot finds the mlkube checkout at or above the working directory: the images are built
-// from its source, and its clusters/kind.yaml is the default cluster config.
-func repoRoot() (string, error) {
+// Root finds the mlkube checkout at or above the working directory: the images are built from
+// its source, and its clusters/kind.yaml is the default cluster config.
+func Root() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -48,9 +49,9 @@ func modulePath(gomod string) string {
 	return ""
 }
 
-// sourceVersion names the checkout's source the way `make build` does: the git description with
+// Version names the checkout's source the way `make build` does: the git description with
 // "-dirty" for uncommitted changes, or "dev" outside git.
-func sourceVersion(ctx context.Context, root string) string {
+func Version(ctx context.Context, root string) string {
 	cmd := exec.CommandContext(ctx, "git", "describe", "--tags", "--always", "--dirty")
 	cmd.Dir = root
 	out, err := cmd.Output()
@@ -58,24 +59,4 @@ func sourceVersion(ctx context.Context, root string) string {
 		return v
 	}
 	return "dev"
-}
-
-// clusterConfig returns the kind config to create the cluster from and where it came from: the
-// --config file, else clusters/kind.yaml of the checkout, else the built-in single-node config.
-func clusterConfig(root, flag string, builtin string) ([]byte, string, error) {
-	if flag != "" {
-		data, err := os.ReadFile(flag)
-		if err != nil {
-			return nil, "", fmt.Errorf("--config: %w", err)
-		}
-		return data, flag, nil
-	}
-	data, err := os.ReadFile(filepath.Join(root, "clusters", "kind.yaml"))
-	switch {
-	case err == nil:
-		return data, "clusters/kind.yaml", nil
-	case errors.Is(err, os.ErrNotExist):
-		return []byte(builtin), "built-in single-node config", nil
-	}
-	return nil, "", err
 }

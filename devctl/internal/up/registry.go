@@ -1,11 +1,10 @@
-package commands
+package up
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -89,7 +88,7 @@ func (u *up) runRegistry(ctx context.Context) error {
 	}
 	held := ""
 	if repos, err := registry.Catalog(ctx); err == nil {
-		held = ", holding " + repositories(len(repos))
+		held = ", holding " + registry.CountRepositories(len(repos))
 	}
 	if stale {
 		return steps.Done("Registry %s %s%s; but cluster %s was made before devctl ran a registry and its nodes cannot pull from it: make it again to use it (devctl down --name %[4]s, then devctl up --name %[4]s)", registry.Host, state, held, u.opts.Name)
@@ -99,55 +98,21 @@ func (u *up) runRegistry(ctx context.Context) error {
 
 // announceRegistry writes KEP-1755's ConfigMap into the cluster.
 func (u *up) announceRegistry(ctx context.Context) error {
-	if u.kube == nil {
-		kube, err := connect(u.cluster)
-		if err != nil {
-			return err
-		}
-		u.kube = kube
+	kube, err := u.clients()
+	if err != nil {
+		return err
 	}
 	want := registry.HostingConfigMap()
-	err := u.kube.Create(ctx, want)
+	err = kube.Create(ctx, want)
 	if apierrors.IsAlreadyExists(err) {
 		have := want.DeepCopy()
-		if err = u.kube.Get(ctx, client.ObjectKeyFromObject(want), have); err == nil && !maps.Equal(have.Data, want.Data) {
+		if err = kube.Get(ctx, client.ObjectKeyFromObject(want), have); err == nil && !maps.Equal(have.Data, want.Data) {
 			have.Data = want.Data
-			err = u.kube.Update(ctx, have)
+			err = kube.Update(ctx, have)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("writing the ConfigMap kube-public/%s that announces the registry: %w", want.Name, err)
 	}
 	return nil
-}
-
-// registryLine is the registry's line of devctl status.
-func registryLine(ctx context.Context) string {
-	r, err := registry.Look(ctx)
-	switch {
-	case err != nil:
-		return "cannot tell: " + err.Error()
-	case !r.Exists:
-		return "none (devctl up runs one at " + registry.Host + ")"
-	case !r.Running:
-		return fmt.Sprintf("%s: container %s stopped (devctl up starts it again; its images are kept)", registry.Host, registry.Container)
-	case r.Err != nil:
-		return fmt.Sprintf("%s: running, but %v", registry.Host, r.Err)
-	case len(r.Repositories) == 0:
-		return fmt.Sprintf("%s: running (%s), empty: docker push %s/NAME:TAG", registry.Host, r.Image, registry.Host)
-	}
-	shown := r.Repositories
-	more := ""
-	if len(shown) > 5 {
-		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(r.Repositories)-5)
-	}
-	return fmt.Sprintf("%s: running (%s), %s: %s%s", registry.Host, r.Image, repositories(len(r.Repositories)), strings.Join(shown, ", "), more)
-}
-
-// repositories counts them in words: "1 repository", "2 repositories".
-func repositories(n int) string {
-	if n == 1 {
-		return "1 repository"
-	}
-	return fmt.Sprintf("%d repositories", n)
 }

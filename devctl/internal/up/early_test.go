@@ -1,4 +1,4 @@
-package commands
+package up
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
@@ -26,9 +27,12 @@ func TestUnlessEarly(t *testing.T) {
 			"applying while the cluster was created failed, so applying now: the apiserver is not ready: EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := &up{applied: tc.early}
+			u := &up{kube: &cluster.Clients{}}
+			if tc.early != nil {
+				u.early = &early{apply: tc.early}
+			}
 			applied := false
-			step := u.unlessEarly(func(a *earlyApply) error { return a.operator }, func(context.Context) error {
+			step := u.unlessEarly(func(a *earlyApply) error { return a.operator }, func(context.Context, *cluster.Clients) error {
 				applied = true
 				return steps.Done("applied now")
 			})

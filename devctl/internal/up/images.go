@@ -1,0 +1,254 @@
+package up
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
+
+	"github.com/mlkube/mlkube/devctl/internal/cache"
+	"github.com/mlkube/mlkube/devctl/internal/checkout"
+	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/ship"
+	"github.com/mlkube/mlkube/devctl/internal/steps"
+)
+
+// buildImages builds the images whose sources changed since the nodes got them: an image whose
+// key (the hash of its sources, build flags and toolchain) gave an image that every node holds
+// is not built again.
+func (u *up) buildImages(ctx context.Context) error {
+	p := steps.From(ctx)
+	// The early apply used the early builds, and is done once the apiserver answered.
+	loadedEarly := u.early.finish()
+	if u.version == "" {
+		u.version = checkout.Version(ctx, u.root)
+	}
+	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
+	// The nodes' images are listed while the keys are computed; after an early load, which
+	// loaded every early build into every pod node, there is nothing to list.
+	listed := make(chan struct{})
+	var listErr error
+	go func() {
+		defer close(listed)
+		if !loadedEarly {
+			listErr = u.listNodeImages()
+		}
+	}()
+	kept := u.imageCache(p)
+	// At once: after a change, each build is mostly its link, one core each, and nodeprobe's
+	// (cgo, through the C linker) is the longest.
+	got := make([]*images.Built, len(images.Ours))
+	origins := make([]origin, len(images.Ours))
+	errs := make([]error, len(images.Ours))
+	var wg sync.WaitGroup
+	for i, img := range images.Ours {
+		wg.Go(func() { got[i], origins[i], errs[i] = u.buildImage(ctx, p, kept, opts, img, listed) })
+	}
+	wg.Wait()
+	<-listed
+	if err := errors.Join(append(errs, listErr)...); err != nil {
+		return err
+	}
+	byOrigin := map[origin][]string{}
+	for i, b := range got {
+		u.built = append(u.built, b)
+		byOrigin[origins[i]] = append(byOrigin[origins[i]], b.Ref.String())
+	}
+	if len(byOrigin) == 1 && byOrigin[unchanged] != nil {
+		return steps.Done("Images unchanged, already on the nodes: %s (version %s)", strings.Join(byOrigin[unchanged], ", "), u.version)
+	}
+	var parts []string
+	for _, o := range []origin{built, fromCache, unchanged} {
+		if refs := byOrigin[o]; refs != nil {
+			parts = append(parts, string(o)+" "+strings.Join(refs, ", "))
+		}
+	}
+	parts[0] = strings.ToUpper(parts[0][:1]) + parts[0][1:]
+	return steps.Done("%s (version %s)", strings.Join(parts, "; "), u.version)
+}
+
+// origin is where an image of this run comes from.
+type origin string
+
+const (
+	built     origin = "built"
+	fromCache origin = "taken from the cache"
+	unchanged origin = "unchanged"
+)
+
+// imageCache is where built images are remembered, by key; without a cache directory, nothing is.
+func (u *up) imageCache(p *steps.Progress) images.Cache {
+	dir, err := cache.Dir()
+	if err != nil {
+		if p != nil {
+			p.Printf("building every image: no cache directory (%v)", err)
+		}
+		return images.Cache{}
+	}
+	return images.Cache{Dir: filepath.Join(dir, "images")}
+}
+
+// buildImage returns img's image and where it comes from: the early build (of the sources as
+// they were when up started), an earlier build of the same key that the nodes hold already
+// (unchanged: then there is no build), one the cache kept, or a build. listed closes once u.have
+// is filled in.
+func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, origin, error) {
+	if e := u.early.build(img.Name); e != nil {
+		<-e.done
+		if e.err == nil {
+			task := p.Start("building " + img.Name)
+			if e.cached {
+				task.Done("took %s from the cache while the cluster was created", e.b.Ref)
+				return e.b, fromCache, nil
+			}
+			task.Done("built %s while the cluster was created", e.b.Ref)
+			if e.stable {
+				remember(p, kept, e.key, e.b)
+			}
+			return e.b, built, nil
+		}
+		// Built again below, where the failure shows.
+	}
+	key, keyErr := images.Key(ctx, opts, img)
+	switch {
+	case keyErr != nil:
+		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, steps.OneLine(keyErr))
+	case kept.Dir != "":
+		if ref, ok := kept.Lookup(img, key); ok {
+			<-listed
+			b := &images.Built{Image: img, Ref: ref}
+			if u.onEveryNode(b) {
+				return b, unchanged, nil
+			}
+		}
+		if b, ok := kept.LoadImage(img, key); ok {
+			task := p.Start("building " + img.Name)
+			task.Done("took %s from the cache", b.Ref)
+			return b, fromCache, nil
+		}
+	}
+	task := p.Start("building " + img.Name)
+	opts.Progress = task.Doing
+	b, err := images.Build(ctx, opts, img)
+	if err != nil {
+		task.Fail()
+		return nil, built, err
+	}
+	task.Done("built %s", b.Ref)
+	if keyErr == nil {
+		// Remembered only when the sources did not change during the build: else the image may
+		// be of other sources than the key's.
+		if after, err := images.Key(ctx, opts, img); err == nil && after == key {
+			remember(p, kept, key, b)
+		}
+	}
+	return b, built, nil
+}
+
+// remember records that key gave b, and keeps b, so that the next cluster needs no build.
+func remember(p *steps.Progress, kept images.Cache, key string, b *images.Built) {
+	if kept.Dir == "" {
+		return
+	}
+	if err := errors.Join(kept.Store(key, b.Ref), kept.StoreImage(key, b)); err != nil {
+		p.Printf("not remembering the build of %s: %v", b.Ref, err)
+	}
+}
+
+// listNodeImages finds the cluster's nodes and the images each holds.
+func (u *up) listNodeImages() error {
+	all, err := u.cluster.Nodes()
+	if err != nil {
+		return err
+	}
+	all = kindcluster.PodNodes(all)
+	u.nodes, u.have = all, make([]map[string]string, len(all))
+	for i, n := range all {
+		if u.have[i], err = kindcluster.NodeImages(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onEveryNode reports whether every node holds b under its content tag, with the :dev alias on
+// the same image.
+func (u *up) onEveryNode(b *images.Built) bool {
+	for _, have := range u.have {
+		if !loadedAndAliased(have, b) {
+			return false
+		}
+	}
+	return len(u.have) > 0
+}
+
+// loadImages loads into each node the images it lacks, under their content tag and the :dev
+// alias. The content tag is the image's digest, so a node that lists it has exactly this image;
+// the alias must also name the same image, or the node gets the archive again to move it.
+func (u *up) loadImages(ctx context.Context) error {
+	p := steps.From(ctx)
+	var toLoad []*images.Built
+	var targets []int
+	for i, have := range u.have {
+		lacks := false
+		for _, b := range u.built {
+			if !loadedAndAliased(have, b) {
+				lacks = true
+				if !slices.Contains(toLoad, b) {
+					toLoad = append(toLoad, b)
+				}
+			}
+		}
+		if lacks {
+			targets = append(targets, i)
+		}
+	}
+	early := u.early.loaded()
+	if early != nil && early.err != nil {
+		p.Printf("loading the images while the cluster was created failed, so loading them now: %s", steps.OneLine(early.err))
+	}
+	if len(targets) == 0 {
+		if early != nil && early.err == nil {
+			return steps.Done("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), images.DevTag, early.nodes)
+		}
+		return steps.Done("Images already on the nodes")
+	}
+	var refs []string
+	for _, b := range toLoad {
+		if b.Img == nil {
+			return fmt.Errorf("%s was not built in this run, yet a node lacks it", b.Ref)
+		}
+		refs = append(refs, b.Ref.String())
+	}
+	var to []nodes.Node
+	for _, i := range targets {
+		to = append(to, u.nodes[i])
+	}
+	if err := ship.Archive(ctx, refs, ours(toLoad), to); err != nil {
+		return err
+	}
+	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), images.DevTag, len(targets))
+}
+
+// loadedAndAliased reports whether a node holds b under its content tag and its :dev alias
+// names the same image.
+func loadedAndAliased(have map[string]string, b *images.Built) bool {
+	digest, ok := images.Lookup(have, b.Ref.String())
+	if !ok {
+		return false
+	}
+	dev, ok := images.Lookup(have, b.Dev().String())
+	return ok && dev == digest
+}
+
+// ours writes our built images, under their content tags and the :dev alias, as an archive.
+func ours(built []*images.Built) func(io.Writer) error {
+	return func(w io.Writer) error { return images.WriteArchive(w, built...) }
+}

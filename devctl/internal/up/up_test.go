@@ -1,0 +1,85 @@
+package up
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mlkube/mlkube/devctl/internal/images"
+)
+
+func TestClusterConfigFallsBackToTheBuiltIn(t *testing.T) {
+	root := t.TempDir()
+	data, from, err := clusterConfig(root, "", "builtin")
+	if err != nil || string(data) != "builtin" || from != "built-in single-node config" {
+		t.Errorf("no clusters/kind.yaml: %q from %q, %v", data, from, err)
+	}
+
+	if err := os.MkdirAll(filepath.Join(root, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "clusters", "kind.yaml"), []byte("repo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, from, err = clusterConfig(root, "", "builtin")
+	if err != nil || string(data) != "repo" || from != "clusters/kind.yaml" {
+		t.Errorf("with clusters/kind.yaml: %q from %q, %v", data, from, err)
+	}
+
+	if _, _, err := clusterConfig(root, filepath.Join(root, "nothere.yaml"), "builtin"); err == nil {
+		t.Error("a --config file that does not exist was accepted")
+	}
+}
+
+// devctl kind-config prints the config up creates a multi-node cluster from, over empty folders:
+// a bare kind cluster made from it is of the same shape.
+func TestKindConfigEmptiesTheNodesFolders(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "node-1", "10-flannel.conflist")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := KindConfig(2, dir, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), "- role: "); got != 3 {
+		t.Errorf("%d nodes, want 3:\n%s", got, out.String())
+	}
+	for _, node := range []string{"node-0", "node-1", "node-2"} {
+		if !strings.Contains(out.String(), filepath.Join(dir, node)) {
+			t.Errorf("no mount of %s:\n%s", node, out.String())
+		}
+		if entries, err := os.ReadDir(filepath.Join(dir, node)); err != nil || len(entries) != 0 {
+			t.Errorf("%s: %d entries, %v; want an empty folder", node, len(entries), err)
+		}
+	}
+}
+
+func TestLoadedAndAliased(t *testing.T) {
+	b, err := images.Assemble(images.Image{Name: "mlkube/trainer", Binary: "trainer"}, []byte("binary"), "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node spells our images with the default registry in front.
+	repo := b.Ref.Context().Name()
+	tag, dev := repo+":"+b.Ref.TagStr(), repo+":dev"
+	for _, tc := range []struct {
+		name string
+		have map[string]string
+		want bool
+	}{
+		{"both tags, one image", map[string]string{tag: "sha256:a", dev: "sha256:a"}, true},
+		{":dev names an older build", map[string]string{tag: "sha256:a", dev: "sha256:b"}, false},
+		{"no :dev", map[string]string{tag: "sha256:a"}, false},
+		{"not loaded", map[string]string{dev: "sha256:a"}, false},
+	} {
+		if got := loadedAndAliased(tc.have, b); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
