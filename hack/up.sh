@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make up: a local kind cluster with the operator in it. Starts a Docker engine when none
-# answers (and leaves it running, with the cluster), then runs devctl up, which builds the
-# offline node image unless NODE_IMAGE names one.
+# answers (and leaves it running, with the cluster), then runs devctl up, which chooses the node
+# image (kind's published one where Docker has it or can pull it, else the offline one, built
+# when missing) unless NODE_IMAGE names one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
