@@ -96,7 +96,7 @@ func job(name, state, ready string, restarts int32, age time.Duration, conds ...
 // docJobs are the four jobs of docs/tfjob-api.md's kubectl example.
 func docJobs() []any {
 	mnist := job("mnist", "Running", "master 1/1 worker 2/2 ps 2/2", 0, 41*time.Second,
-		kube.Condition{Type: "Created", Status: "True", Reason: "ReplicasCreated", Message: "created 5 pods and their services"},
+		kube.Condition{Type: "Created", Status: "True", Reason: "ReplicasCreated", Message: "created 5 pods and their addresses"},
 		kube.Condition{Type: "Running", Status: "True", Reason: "ReplicasRunning", Message: "every replica is running or done"})
 	mnist.Tensorboard = &kube.Tensorboard{ServiceName: "mnist-tensorboard", URL: "http://mnist-tensorboard.team-a.svc",
 		ProxyPath: "/api/v1/namespaces/team-a/services/mnist-tensorboard:80/proxy/", Ready: true}
@@ -105,7 +105,7 @@ func docJobs() []any {
 	done.Phase = "Done"
 	retry := job("mnist-retry", "Running", "master 1/1 worker 1/2 ps 2/2", 1, 3*time.Hour+5*time.Minute,
 		kube.Condition{Type: "Running", Status: "False", Reason: "ReplicasNotRunning", Message: "waiting for mnist-retry-worker-1 (Pending)"},
-		kube.Condition{Type: "Created", Status: "True", Reason: "ReplicasCreated", Message: "created 5 pods and their services"},
+		kube.Condition{Type: "Created", Status: "True", Reason: "ReplicasCreated", Message: "created 5 pods and their addresses"},
 		kube.Condition{Type: "Restarting", Status: "True", Reason: "RetryableFailure",
 			Message: "pod mnist-retry-worker-1 exited with code 137 (Error; retryable: 128-255); recreating it (restart 1 of backoffLimit 3)"})
 	var msgs []any
@@ -145,7 +145,7 @@ func retryReplicas(watch int) []any {
 			Type: typ, Reason: reason, Note: note, Count: 1, Last: t0.Add(-ago)}}
 	}
 	msgs = append(msgs,
-		ev("e1", 3*time.Hour, "Normal", "Created", "created 5 pods and 5 services"),
+		ev("e1", 3*time.Hour, "Normal", "Created", "created 5 pods and 1 service"),
 		ev("e3", 4*time.Second, "Normal", "Created", "created 1 pod and 0 services"),
 		ev("e2", 5*time.Second, "Warning", "Restarting", "pod mnist-retry-worker-1 exited with code 137 (Error; retryable: 128-255); recreating it (restart 1 of backoffLimit 3)"),
 		kube.ReplicasSynced{Watch: watch})

@@ -54,7 +54,7 @@ func TestValidate(t *testing.T) {
 		`metadata.name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*') (got "Example_Job")`,
 		`spec.replicaSpecs[1].tfPort: should be less than or equal to 65535 (got 70000)`,
 		`spec.replicaSpecs[2]: Duplicate value: {"tfReplicaType":"WORKER"}`,
-		`metadata.name must start with a letter and hold only lower-case letters, digits and '-': it prefixes the replica service names (DNS-1035 labels)`,
+		`metadata.name must start with a letter and hold only lower-case letters, digits and '-': it names the job's headless service and prefixes the replica hostnames (DNS-1035 labels)`,
 		`spec.replicaSpecs[0]: a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)`,
 		`spec.replicaSpecs[2]: template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome`,
 	}

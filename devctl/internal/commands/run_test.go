@@ -80,7 +80,7 @@ func TestInvalidCausesFromTheAPIServer(t *testing.T) {
 				group(v1beta1.TfReplicaPS, 1, "tensorflow"),
 			}}},
 			[]string{
-				"metadata.name must be at most 48 characters: each replica gets a service named <name>-<type>-<index>, and service names stop at 63",
+				"metadata.name must be at most 48 characters: each replica's hostname is <name>-<type>-<index>, and hostnames stop at 63",
 				"spec: replicaSpecs needs a MASTER, CHIEF or WORKER group: one of them decides when the job is done",
 			},
 		},

@@ -40,8 +40,8 @@ const (
 type RunPolicy struct {
 	// cleanPodPolicy says which pods are deleted when the job ends: Running (default) deletes
 	// pods still running and keeps finished ones for their logs, All deletes every pod, None
-	// keeps them all. Under Running and All every replica service is deleted too; None keeps
-	// them. A job that hit activeDeadlineSeconds has its running pods stopped even under None.
+	// keeps them all. Under Running and All the job's headless service is deleted too; None
+	// keeps it. A job that hit activeDeadlineSeconds has its running pods stopped even under None.
 	// +kubebuilder:default=Running
 	// +optional
 	CleanPodPolicy CleanPodPolicy `json:"cleanPodPolicy,omitempty"`

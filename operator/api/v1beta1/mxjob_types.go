@@ -81,8 +81,8 @@ type MXJobSpec struct {
 	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
 }
 
-// MXJob runs distributed MXNet on the same engine as TfJob: one pod and one headless service per
-// replica, the DMLC_* env in every pod, restarts by exit code, and the same status.
+// MXJob runs distributed MXNet on the same engine as TfJob: one pod per replica and one headless
+// service per job, the DMLC_* env in every pod, restarts by exit code, and the same status.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -93,8 +93,8 @@ type MXJobSpec struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.replicas`,description="ready/total pods per replica type"
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica gets a service named <name>-<type>-<index>, and service names stop at 63"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it prefixes the replica service names (DNS-1035 labels)"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica's hostname is <name>-<type>-<index>, and hostnames stop at 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it names the job's headless service and prefixes the replica hostnames (DNS-1035 labels)"
 type MXJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -44,7 +44,7 @@ type TfReplicaSpec struct {
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// tfPort is the port TensorFlow's gRPC server listens on in each pod (default 2222). It goes
-	// into TF_CONFIG and the replica's headless service.
+	// into TF_CONFIG and the tensorflow container's port.
 	// +kubebuilder:default=2222
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
@@ -129,8 +129,8 @@ type TfJobSpec struct {
 	RunPolicy RunPolicy `json:"runPolicy,omitempty"`
 }
 
-// TfJob runs distributed TensorFlow: one pod and one headless service per replica, TF_CONFIG in
-// every pod, restarts by exit code, and a status that says how it is going.
+// TfJob runs distributed TensorFlow: one pod per replica and one headless service per job,
+// TF_CONFIG in every pod, restarts by exit code, and a status that says how it is going.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -141,8 +141,8 @@ type TfJobSpec struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.replicas`,description="ready/total pods per replica type"
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica gets a service named <name>-<type>-<index>, and service names stop at 63"
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it prefixes the replica service names (DNS-1035 labels)"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 48",message="metadata.name must be at most 48 characters: each replica's hostname is <name>-<type>-<index>, and hostnames stop at 63"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it names the job's headless service and prefixes the replica hostnames (DNS-1035 labels)"
 type TfJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
