@@ -1,12 +1,14 @@
 package manifests
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/config"
 )
 
@@ -19,11 +21,14 @@ func TestReadFollowsTheOperatorKustomizations(t *testing.T) {
 	for _, u := range objs {
 		got = append(got, u.GetKind()+" "+u.GetName())
 	}
-	want := []string{
-		"Namespace mlkube-system",
-		"CustomResourceDefinition tfjobs.mlkube.io",
-		"CustomResourceDefinition mxjobs.mlkube.io",
-		"CustomResourceDefinition pytorchjobs.mlkube.io",
+	// Every kind's CRD, in the order of their files, as hack/chart-files.sh lists them.
+	var crds []string
+	for _, k := range v1beta1.Kinds {
+		crds = append(crds, "CustomResourceDefinition "+k.CRD())
+	}
+	slices.Sort(crds)
+	want := append([]string{"Namespace mlkube-system"}, crds...)
+	want = append(want,
 		"ServiceAccount mlkube-operator",
 		"ClusterRole mlkube-operator",
 		"Role mlkube-operator-leader-election",
@@ -31,7 +36,7 @@ func TestReadFollowsTheOperatorKustomizations(t *testing.T) {
 		"RoleBinding mlkube-operator-leader-election",
 		"ConfigMap mlkube-accelerators",
 		"Deployment mlkube-operator",
-	}
+	)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("objects, in apply order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
