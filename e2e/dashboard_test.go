@@ -357,7 +357,16 @@ type row struct{ state, ready, restarts string }
 
 // listRowRE reads a row: NAME KIND STATE READY RESTARTS AGE. READY has spaces ("master 1/1
 // worker 2/2"), its counts slashes; RESTARTS is the last number before the age.
-var listRowRE = regexp.MustCompile(`^ *(\S+) +(TfJob|MXJob|PyTorchJob) +(\S+(?:, CreateRefused)?) +(.+?) +(\d+) +(\S+) *$`)
+var listRowRE = regexp.MustCompile(`^ *(\S+) +(` + kindNames + `) +(\S+(?:, CreateRefused)?) +(.+?) +(\d+) +(\S+) *$`)
+
+// kindNames matches the name of any kind of the table: "TfJob|MXJob|...".
+var kindNames = func() string {
+	var names []string
+	for _, k := range v1beta1.Kinds {
+		names = append(names, regexp.QuoteMeta(k.Name))
+	}
+	return strings.Join(names, "|")
+}()
 
 func listRow(sc, job string) (row, bool) {
 	for _, l := range strings.Split(sc, "\n") {
@@ -483,7 +492,7 @@ func view(sc string) string {
 			return "list filtered"
 		}
 		return "list"
-	case regexp.MustCompile(`^(TfJob|MXJob|PyTorchJob) \S+ · `).MatchString(title):
+	case regexp.MustCompile(`^(` + kindNames + `) \S+ · `).MatchString(title):
 		return "job"
 	}
 	return ""

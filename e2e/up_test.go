@@ -124,9 +124,13 @@ func TestUp(t *testing.T) {
 		t.Fatalf("devctl status: %v", err)
 	}
 	// Every kind counted (devctl status ranges over the table of kinds), each label in a column.
-	matches(t, "devctl status", out, regexp.QuoteMeta(name), `(?m)^Nodes +\S+ +Ready `, `(?m)^Operator +Available`, `(?m)^CRDs +established, serving mlkube.io/v1beta1: `+regexp.QuoteMeta(plurals())+`$`,
-		fmt.Sprintf(`(?m)^TfJobs +.*\b%d Succeeded`, succeeded), `(?m)^MXJobs +(none|\d+ )`, `(?m)^PyTorchJobs +(none|\d+ )`,
-		`(?m)^Registry +localhost:5001: running \(mlkube/registry:v3\.1\.2-[0-9a-f]{12}\), \d+ repositor(y|ies): `)
+	want := []string{regexp.QuoteMeta(name), `(?m)^Nodes +\S+ +Ready `, `(?m)^Operator +Available`, `(?m)^CRDs +established, serving mlkube.io/v1beta1: ` + regexp.QuoteMeta(plurals()) + `$`,
+		fmt.Sprintf(`(?m)^TfJobs +.*\b%d Succeeded`, succeeded),
+		`(?m)^Registry +localhost:5001: running \(mlkube/registry:v3\.1\.2-[0-9a-f]{12}\), \d+ repositor(y|ies): `}
+	for _, k := range v1beta1.Kinds[1:] { // the other kinds' rows, whatever they count
+		want = append(want, `(?m)^`+regexp.QuoteMeta(k.Name)+`s +(none|\d+ )`)
+	}
+	matches(t, "devctl status", out, want...)
 }
 
 // plurals lists every kind's resource, as devctl status does: "tfjobs, mxjobs, pytorchjobs".

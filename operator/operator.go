@@ -28,6 +28,7 @@ import (
 	"github.com/mlkube/mlkube/operator/accelerator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/fairqueue"
+	"github.com/mlkube/mlkube/operator/jaxjob"
 	"github.com/mlkube/mlkube/operator/mxjob"
 	"github.com/mlkube/mlkube/operator/pytorchjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
@@ -38,7 +39,7 @@ import (
 var Version = "dev"
 
 // Frameworks are the job kinds the operator runs, each a plug-in to the one engine.
-var Frameworks = []replicajob.Framework{tfjob.Framework{}, mxjob.Framework{}, pytorchjob.Framework{}}
+var Frameworks = []replicajob.Framework{tfjob.Framework{}, mxjob.Framework{}, pytorchjob.Framework{}, jaxjob.Framework{}}
 
 // Options are the operator's settings; cmd/mlkube-operator maps its flags onto them.
 type Options struct {

@@ -140,7 +140,10 @@ func TestClientShowsOnlyTheJobsOwnPods(t *testing.T) {
 			victim := "victim-" + k.Label()
 			uid := createJob(t, c, k, ns, victim)
 			other := createJob(t, c, k, ns, "other-"+k.Label())
-			groups := []tuifixture.Group{{Type: k.Types[0], Replicas: 1}, {Type: "WORKER", Replicas: 2}}
+			var groups []tuifixture.Group // the kit job's, which createJob made
+			for _, g := range jobtest.NewJob(k, ns, victim).(v1beta1.Job).Groups() {
+				groups = append(groups, tuifixture.Group{Type: g.Type, Replicas: int(g.Replicas)})
+			}
 			own, err := c.CreatePods(ctx, k.Name, ns, victim, uid, groups, "node-1")
 			if err != nil {
 				t.Fatal(err)

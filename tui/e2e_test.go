@@ -224,7 +224,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The job list: the four jobs of the docs, their states and ready counts.
 	sc := s.waitFor("the four jobs, loaded", func(sc string) bool {
-		return strings.Contains(sc, "TfJob · MXJob · PyTorchJob (4)") && strings.Contains(sc, "mnist-retry") && !strings.Contains(sc, "loading")
+		return strings.Contains(sc, kindsTitle()+" (4)") && strings.Contains(sc, "mnist-retry") && !strings.Contains(sc, "loading")
 	})
 	keepScreen(t, "jobs", sc)
 	for job, want := range map[string]string{
@@ -322,7 +322,7 @@ func TestEndToEnd(t *testing.T) {
 	s.press("?")
 	s.waitText("Keys of the job view")
 	s.press("Escape", "Escape")
-	s.waitText("TfJob · MXJob · PyTorchJob (5)")
+	s.waitText(kindsTitle() + " (5)")
 
 	// TensorBoard: b on mnist shows the links and port-forwards to the TensorBoard pod through
 	// the apiserver; the page answers on localhost until the view is left.
@@ -345,7 +345,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("GET %s = %q, want TensorBoard's page", local, page)
 	}
 	s.press("Escape")
-	s.waitText("TfJob · MXJob · PyTorchJob (5)")
+	s.waitText(kindsTitle() + " (5)")
 	if err := tuifixture.Eventually(5*time.Second, func() error {
 		if resp, err := http.Get(local); err == nil {
 			resp.Body.Close()

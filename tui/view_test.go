@@ -33,6 +33,15 @@ func newModel(t kube.Target) ui.Model {
 
 func at(d time.Duration, msgs ...any) kube.Batch { return kube.Batch{At: t0.Add(d), Msgs: msgs} }
 
+// kindsTitle is how the job list's title names the kinds: "TfJob · MXJob · ...".
+func kindsTitle() string {
+	var names []string
+	for _, k := range kube.Kinds {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, " · ")
+}
+
 func key(s string) tea.KeyPressMsg {
 	switch s {
 	case "enter":
@@ -247,11 +256,17 @@ func TestViewStateChanges(t *testing.T) {
 func TestViewErrors(t *testing.T) {
 	forbidden := fmt.Errorf("%w: you need list, watch on tfjobs.mlkube.io in namespace team-a; "+
 		"ask your cluster admin for a Role granting it (tfjobs.mlkube.io is forbidden: User \"viewer\" cannot list resource \"tfjobs\" in API group \"mlkube.io\" in the namespace \"team-a\")", kube.ErrForbidden)
+	var msgs []any
+	for _, k := range kube.Kinds {
+		if k.Name != "TfJob" { // every kind's watch syncs but TfJob's, which is forbidden
+			msgs = append(msgs, kube.JobsSynced{Kind: k.Name})
+		}
+	}
 	m := run(t, newModel(target), 80, 14,
-		at(0, kube.JobsSynced{Kind: "MXJob"}, kube.JobsSynced{Kind: "PyTorchJob"},
+		at(0, append(msgs,
 			kube.WatchFailed{Source: "tfjobs.mlkube.io in namespace team-a", Err: forbidden},
 			kube.WatchFailed{Source: "mxjobs.mlkube.io in namespace team-a", Err: errors.New("mxjobs: cannot reach the cluster at https://127.0.0.1:6443")},
-			kube.WatchOK{Source: "mxjobs.mlkube.io in namespace team-a"}))
+			kube.WatchOK{Source: "mxjobs.mlkube.io in namespace team-a"})...))
 	requireScreen(t, m)
 }
 
@@ -307,7 +322,7 @@ func TestNoColor(t *testing.T) {
 func TestDoubleEscape(t *testing.T) {
 	m := run(t, newModel(target), 80, 24, at(0, docJobs()...), key("G"), key("enter"), at(0, retryReplicas(1)...), key("l"),
 		tea.KeyPressMsg{Code: tea.KeyEscape, Mod: tea.ModAlt})
-	if !strings.Contains(screen(m), "TfJob · MXJob · PyTorchJob (4)") {
+	if !strings.Contains(screen(m), kindsTitle()+" (4)") {
 		t.Fatalf("not back at the job list:\n%s", screen(m))
 	}
 }

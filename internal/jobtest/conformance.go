@@ -18,9 +18,13 @@ import (
 type Kind struct {
 	// Name is the job's kind, e.g. TfJob.
 	Name string
-	// Decider is the replica type whose replica 0 decides success; Other is another type.
+	// Decider is the replica type whose replica 0 decides success; Other is the type of the
+	// job's two other replicas, Other OtherFrom and the one after.
 	Decider, Other string
-	// NewJob builds a job of one Decider replica and two Other replicas under policy.
+	// OtherFrom is the index of the first other replica: 0, or 1 when Other is Decider (a kind
+	// of one replica type, whose replica 0 decides).
+	OtherFrom int
+	// NewJob builds a job of replica 0 of Decider and the two other replicas under policy.
 	NewJob func(ns, name string, policy v1beta1.RunPolicy) client.Object
 	// Status points into a job's status.
 	Status func(client.Object) *v1beta1.JobStatus
@@ -32,8 +36,11 @@ func (k Kind) pod(job, typ string, index int) string {
 	return job + "-" + strings.ToLower(typ) + "-" + string(rune('0'+index))
 }
 
+// other is the pod of the job's other replica i (0 or 1): one that does not decide.
+func (k Kind) other(job string, i int) string { return k.pod(job, k.Other, k.OtherFrom+i) }
+
 func (k Kind) pods(job string) []string {
-	return []string{k.pod(job, k.Decider, 0), k.pod(job, k.Other, 0), k.pod(job, k.Other, 1)}
+	return []string{k.pod(job, k.Decider, 0), k.other(job, 0), k.other(job, 1)}
 }
 
 // create makes a job and waits for its three pods.
@@ -119,13 +126,13 @@ func Conformance(t *testing.T, k Kind) {
 		job, _ := k.create(t, ns, "ok", v1beta1.RunPolicy{})
 		kl := Kubelet{T: t, NS: ns}
 		kl.Running(k.pods("ok")...)
-		kl.Exit(k.pod("ok", k.Other, 1), 0, "Completed")
+		kl.Exit(k.other("ok", 1), 0, "Completed")
 		kl.Exit(k.pod("ok", k.Decider, 0), 0, "Completed")
 		st := k.waitStatus(t, job, "succeeded", ended(v1beta1.JobStateSucceeded, titleCase(k.Decider)+"Succeeded"))
 		if st.CompletionTime == nil {
 			t.Error("completionTime not set")
 		}
-		WaitPods(t, ns, k.pod("ok", k.Decider, 0), k.pod("ok", k.Other, 1))
+		WaitPods(t, ns, k.pod("ok", k.Decider, 0), k.other("ok", 1))
 		WaitEvent(t, ns, "ok", "Succeeded", strings.ToLower(k.Decider)+" 0 exited 0")
 	})
 
@@ -133,7 +140,7 @@ func Conformance(t *testing.T, k Kind) {
 		ns := Namespace(t)
 		StartOperator(t, ns)
 		job, _ := k.create(t, ns, "bad", v1beta1.RunPolicy{})
-		bad := k.pod("bad", k.Other, 0)
+		bad := k.other("bad", 0)
 		Kubelet{T: t, NS: ns}.Exit(bad, 1, "Error")
 		k.waitStatus(t, job, "failed", ended(v1beta1.JobStateFailed, "ExitCode"))
 		WaitEvent(t, ns, "bad", "Failed", bad, "code 1")
@@ -143,7 +150,7 @@ func Conformance(t *testing.T, k Kind) {
 		ns := Namespace(t)
 		StartOperator(t, ns)
 		job, pods := k.create(t, ns, "retry", v1beta1.RunPolicy{})
-		victim := k.pod("retry", k.Other, 1)
+		victim := k.other("retry", 1)
 		kl := Kubelet{T: t, NS: ns}
 		kl.Exit(victim, 137, "Error")
 		Eventually(t, "recreated", func() error {
@@ -170,7 +177,7 @@ func Conformance(t *testing.T, k Kind) {
 		ns := Namespace(t)
 		StartOperator(t, ns)
 		job, _ := k.create(t, ns, "flaky", v1beta1.RunPolicy{BackoffLimit: ptr.To[int32](0)})
-		Kubelet{T: t, NS: ns}.Exit(k.pod("flaky", k.Other, 0), 143, "Error")
+		Kubelet{T: t, NS: ns}.Exit(k.other("flaky", 0), 143, "Error")
 		k.waitStatus(t, job, "failed", ended(v1beta1.JobStateFailed, "BackoffLimitExceeded"))
 	})
 
@@ -213,7 +220,7 @@ func Conformance(t *testing.T, k Kind) {
 			return nil
 		})
 		stop()
-		victim := k.pod("resume", k.Other, 0)
+		victim := k.other("resume", 0)
 		kl.Exit(victim, 137, "Error")
 		StartOperator(t, ns)
 		Eventually(t, "only the failed replica recreated", func() error {

@@ -16,15 +16,21 @@ import (
 
 // KindOf is the conformance kit of a framework's kind, made from its entry in v1beta1.Kinds
 // alone, so that every registered kind runs the same suite with no code of its own: a job of
-// one replica of its first type (which decides) and two WORKERs, and the check that every
+// three replicas (kitGroups), replica 0 of its first type deciding, and the check that every
 // replica's training container got exactly the env its framework gives that replica.
 func KindOf(fw replicajob.Framework) Kind {
 	k := fw.Kind()
 	decider := k.Types[0]
+	groups := kitGroups(k)
+	other := groups[len(groups)-1].Type
+	otherFrom := 0
+	if other == decider {
+		otherFrom = 1 // replica 0 of the one group decides; the others are 1 and 2
+	}
 	return Kind{
-		Name: k.Name, Decider: decider, Other: "WORKER",
+		Name: k.Name, Decider: decider, Other: other, OtherFrom: otherFrom,
 		NewJob: func(ns, name string, policy v1beta1.RunPolicy) client.Object {
-			return newJob(k, ns, name, policy, decider)
+			return newJob(k, ns, name, policy)
 		},
 		Status: func(obj client.Object) *v1beta1.JobStatus { return obj.(v1beta1.Job).JobStatus() },
 		CheckEnv: func(t *testing.T, job client.Object, pod corev1.Pod) {
@@ -48,18 +54,27 @@ func KindOf(fw replicajob.Framework) Kind {
 	}
 }
 
-// newJob builds a job of kind k as a manifest would spell it, so that it needs nothing of the
-// kind but the table's entry: one replica of type decider and two WORKERs.
-func newJob(k *v1beta1.Kind, ns, name string, policy v1beta1.RunPolicy, decider string) client.Object {
+// kitGroups are the replica groups of the kit's job of kind k, three replicas in all: one of its
+// first type, which decides, and two WORKERs; or, for a kind of one replica type, one group of
+// three, whose replica 0 decides.
+func kitGroups(k *v1beta1.Kind) []Group {
 	tmpl := map[string]any{"spec": map[string]any{"containers": []any{
 		map[string]any{"name": k.Container, "image": "mlkube/trainer:test"},
 	}}}
+	if len(k.Types) == 1 {
+		return []Group{{Type: k.Types[0], Replicas: 3, Template: tmpl}}
+	}
+	return []Group{{Type: k.Types[0], Replicas: 1, Template: tmpl}, {Type: "WORKER", Replicas: 2, Template: tmpl}}
+}
+
+// newJob builds the kit's job of kind k (kitGroups) as a manifest would spell it, so that it
+// needs nothing of the kind but the table's entry.
+func newJob(k *v1beta1.Kind, ns, name string, policy v1beta1.RunPolicy) client.Object {
 	runPolicy, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&policy)
 	if err != nil {
 		panic(err)
 	}
-	manifest := ManifestOf(k, ns, name, runPolicy,
-		Group{Type: decider, Replicas: 1, Template: tmpl}, Group{Type: "WORKER", Replicas: 2, Template: tmpl})
+	manifest := ManifestOf(k, ns, name, runPolicy, kitGroups(k)...)
 	job := k.New()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(manifest, job); err != nil {
 		panic(err)

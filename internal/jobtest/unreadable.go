@@ -33,10 +33,10 @@ const (
 	UnreadableTTLWhy   = UnreadableTTLField + ": number 2592000000 does not fit int32"
 )
 
-// NewJob is a readable job of kind k, built from the kinds table alone: one replica of the
-// kind's first type and two WORKERs.
+// NewJob is a readable job of kind k, built from the kinds table alone: the kit's three
+// replicas (kitGroups).
 func NewJob(k *v1beta1.Kind, ns, name string) client.Object {
-	return newJob(k, ns, name, v1beta1.RunPolicy{}, k.Types[0])
+	return newJob(k, ns, name, v1beta1.RunPolicy{})
 }
 
 // Unstructured is obj as unstructured, to be given values its Go type cannot hold.

@@ -16,8 +16,8 @@ import (
 	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
-// jobOf is the conformance kit's job of fw's kind (its deciding type, then two WORKERs) as a
-// manifest, with edit applied to its replicaSpecs.
+// jobOf is the conformance kit's job of fw's kind (its deciding type, then two WORKERs; or one
+// group, of a kind's one type) as a manifest, with edit applied to its replicaSpecs.
 func jobOf(t *testing.T, fw replicajob.Framework, ns, name string, edit func(specs []any) []any) *unstructured.Unstructured {
 	t.Helper()
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(jobtest.KindOf(fw).NewJob(ns, name, v1beta1.RunPolicy{}))
@@ -34,18 +34,20 @@ func jobOf(t *testing.T, fw replicajob.Framework, ns, name string, edit func(spe
 // apiserver refuses such a job at create, naming the field and the fix.
 func TestEachKindsRules(t *testing.T) {
 	ns := jobtest.Namespace(t)
+	// group i of specs; -1 is the last: the WORKERs, or the group of a kind of one type.
+	group := func(specs []any, i int) map[string]any { return specs[(i+len(specs))%len(specs)].(map[string]any) }
 	set := func(i int, field string, v any) func([]any) []any {
-		return func(specs []any) []any { specs[i].(map[string]any)[field] = v; return specs }
+		return func(specs []any) []any { group(specs, i)[field] = v; return specs }
 	}
 	drop := func(i int) func([]any) []any {
 		return func(specs []any) []any { return append(specs[:i:i], specs[i+1:]...) }
 	}
 	hostname := func(specs []any) []any {
-		specs[1].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["hostname"] = "mine"
+		group(specs, -1)["template"].(map[string]any)["spec"].(map[string]any)["hostname"] = "mine"
 		return specs
 	}
 	renameContainer := func(specs []any) []any {
-		tmpl := specs[1].(map[string]any)["template"].(map[string]any)
+		tmpl := group(specs, -1)["template"].(map[string]any)
 		tmpl["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["name"] = "main"
 		return specs
 	}
@@ -58,15 +60,18 @@ func TestEachKindsRules(t *testing.T) {
 			want string
 		}{
 			{"no " + decider, drop(0), "replicaSpecs needs a " + decider + " group"},
-			{"an unknown type", set(1, k.TypeField, "BOGUS"), `Unsupported value: "BOGUS"`},
+			{"an unknown type", set(-1, k.TypeField, "BOGUS"), `Unsupported value: "BOGUS"`},
 			{"no " + k.Container + " container", renameContainer, fmt.Sprintf("needs a container named '%s'", k.Container)},
-			{"no replicas", set(1, "replicas", int64(0)), "should be greater than or equal to 1"},
-			{"10001 replicas", set(1, "replicas", int64(10001)), "should be less than or equal to 10000"},
+			{"no replicas", set(-1, "replicas", int64(0)), "should be greater than or equal to 1"},
+			{"10001 replicas", set(-1, "replicas", int64(10001)), "should be less than or equal to 10000"},
 			{"a hostname in a template", hostname, "hostname and subdomain are set by the operator"},
 			{"two of " + decider, set(0, "replicas", int64(2)), "exactly one replica"},
 		} {
 			if k.Name == "TfJob" && tc.what == "no "+decider {
 				continue // a TfJob without a MASTER has its WORKER decide
+			}
+			if len(k.Types) == 1 && tc.what == "two of "+decider {
+				continue // a kind of one type: its group is all the replicas, and replica 0 decides
 			}
 			t.Run(k.Name+"/"+tc.what, func(t *testing.T) {
 				job := jobOf(t, fw, ns, strings.ToLower(k.Name)+"-rules", tc.edit)
@@ -88,7 +93,7 @@ func TestReplicaSpecsAreImmutable(t *testing.T) {
 			job := jobOf(t, fw, ns, strings.ToLower(fw.Kind().Name)+"-immutable", func(s []any) []any { return s })
 			jobtest.Must(t, jobtest.Client.Create(context.Background(), job))
 			specs, _, _ := unstructured.NestedSlice(job.Object, "spec", "replicaSpecs")
-			specs[1].(map[string]any)["replicas"] = int64(4)
+			specs[len(specs)-1].(map[string]any)["replicas"] = int64(4)
 			jobtest.Must(t, unstructured.SetNestedSlice(job.Object, specs, "spec", "replicaSpecs"))
 			if err := jobtest.Client.Update(context.Background(), job); err == nil || !strings.Contains(err.Error(), "replicaSpecs cannot change once the job exists") {
 				t.Errorf("changing replicas: %v", err)

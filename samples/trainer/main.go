@@ -1,8 +1,8 @@
 // Command trainer is mlkube's sample distributed trainer: a linear regression trained with
 // asynchronous SGD across the replicas of a TfJob (the addresses in TF_CONFIG) or of an MXJob
 // (MXNet's DMLC_* variables and a scheduler), parameter servers and all, or with synchronous
-// parameter averaging across the ranks of a PyTorchJob (MASTER_ADDR, WORLD_SIZE, RANK), over
-// plain HTTP. It exists to exercise the operator for real: replicas that find each other, a
+// parameter averaging across the ranks of a PyTorchJob (MASTER_ADDR, WORLD_SIZE, RANK) or the
+// processes of a JAXJob (COORDINATOR_ADDRESS, NUM_PROCESSES, PROCESS_ID), over plain HTTP. It exists to exercise the operator for real: replicas that find each other, a
 // decider whose exit 0 ends the job, exit codes that mean what the operator's restart policy
 // reads them to mean, and TensorBoard event files. `trainer --help` explains it all.
 package main
@@ -90,16 +90,30 @@ SGD steps on its own data, sends its parameters to the master, and goes on from 
   worker     rank i+1 is worker-i, as the pods are named: joins the master (retrying while it is
              not up), trains, exits 0 once done.
 
+JAX mode (a JAXJob): without TF_CONFIG, DMLC_ROLE and the PyTorch variables, COORDINATOR_ADDRESS,
+COORDINATOR_PORT, NUM_PROCESSES and PROCESS_ID say where the coordinator is, how many processes
+there are and which one this is, as a JAX program passes them to jax.distributed.initialize
+(coordinator_address COORDINATOR_ADDRESS:COORDINATOR_PORT, num_processes, process_id). Every
+process is a worker, named worker-PROCESS_ID as the pods are; every process registers with the
+coordinator and waits until all NUM_PROCESSES have, as initialize does, then trains as in
+PyTorch mode:
+
+  worker 0   process 0, the coordinator: serves the coordination and the allreduce on
+             COORDINATOR_PORT and decides, as a PyTorch master. It gives up (142) when a process
+             does not register, or send its parameters, within --peer-timeout.
+  worker i   process i: registers (retrying while the coordinator is not up, and while others
+             have not registered), trains, exits 0 once done.
+
 Exit codes (0 done; 1-127 fail the job; 128-255 make the operator recreate the pod):
   0    this replica is done
   1    the loss is not under --loss-threshold after --max-steps, the training diverged, or a
        peer refused a request (the replicas disagree about the cluster)
-  2    bad flags, TF_CONFIG, DMLC_* or PyTorch variables
+  2    bad flags, TF_CONFIG, DMLC_*, PyTorch or JAX variables
   142  a peer did not answer for --peer-timeout (128+SIGALRM); for the scheduler: the servers
-       did not all register within --peer-timeout; for a PyTorch master: a rank did not send
-       its parameters within it
-  143  a worker, decider, scheduler, evaluator or PyTorch master stopped by SIGTERM or SIGINT
-       before done (128+SIGTERM)
+       did not all register within --peer-timeout; for a PyTorch master or JAX coordinator: a
+       rank did not register or send its parameters within it
+  143  a worker, decider, scheduler, evaluator, PyTorch master or JAX process stopped by SIGTERM
+       or SIGINT before done (128+SIGTERM)
   N    --exit-code N at --exit-at-step, to exercise restarts
 
 Every log line starts with the replica and the global step: "worker-1 step=42 ...".
@@ -118,6 +132,10 @@ or in PyTorch mode:
   export MASTER_ADDR=127.0.0.1 MASTER_PORT=23456 WORLD_SIZE=2
   RANK=1 trainer
   RANK=0 trainer --logdir /tmp/tb
+or in JAX mode:
+  export COORDINATOR_ADDRESS=127.0.0.1 COORDINATOR_PORT=6666 NUM_PROCESSES=2
+  PROCESS_ID=1 trainer
+  PROCESS_ID=0 trainer --logdir /tmp/tb
 
 Flags:
 `
@@ -138,11 +156,11 @@ type Options struct {
 	ExitAtStep    int64
 	ExitOnceFile  string
 	Port          int   // DMLC mode: where a server listens
-	SyncEvery     int64 // PyTorch mode: SGD steps between averagings
+	SyncEvery     int64 // PyTorch and JAX modes: SGD steps between averagings
 
 	Out      io.Writer    // the log; io.Discard when nil
 	Hostname string       // names the event file
-	Listener net.Listener // when set, a replica that serves (parameters, the DMLC registry, the PyTorch master) serves on it (tests)
+	Listener net.Listener // when set, a replica that serves (parameters, the DMLC registry, the PyTorch master, the JAX coordinator) serves on it (tests)
 }
 
 func defaultOptions() Options {
@@ -165,7 +183,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogDir, "logdir", o.LogDir, "write TensorBoard event files of the loss here (the decider or DMLC scheduler; the evaluator into `dir`/eval); empty: none")
 	fs.Float64Var(&o.LossThreshold, "loss-threshold", o.LossThreshold, "the decider ends the training once the held-out loss is under this (the noise floor is 0.0025)")
 	fs.Int64Var(&o.MaxSteps, "max-steps", o.MaxSteps, "the decider gives up (exit 1) when the global step reaches this without converging")
-	fs.Float64Var(&o.LearningRate, "learning-rate", o.LearningRate, "SGD step size, applied by the parameter servers (in PyTorch mode by every rank; give every replica the same flags)")
+	fs.Float64Var(&o.LearningRate, "learning-rate", o.LearningRate, "SGD step size, applied by the parameter servers (in PyTorch and JAX modes by every rank; give every replica the same flags)")
 	fs.IntVar(&o.BatchSize, "batch-size", o.BatchSize, "synthetic examples per gradient")
 	fs.Int64Var(&o.EvalEvery, "eval-every", o.EvalEvery, "the decider evaluates every this many global steps")
 	fs.DurationVar(&o.EvalInterval, "eval-interval", o.EvalInterval, "the evaluator evaluates this often (the DMLC scheduler looks at the global step this often, at most every 100ms)")
@@ -176,7 +194,7 @@ func (o *Options) register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.ExitAtStep, "exit-at-step", o.ExitAtStep, "exit with --exit-code when this replica reaches this `step` of its own (a trainer's steps, a ps's or server's gradients applied, an evaluator's or scheduler's evaluations), counted from the process start: a recreated pod fails again, unless --exit-once-file")
 	fs.StringVar(&o.ExitOnceFile, "exit-once-file", o.ExitOnceFile, "with --exit-at-step: exit only if `path` does not exist yet, creating it first; on a volume that outlives the pod (hostPath, a PersistentVolumeClaim; not an emptyDir, which goes with the pod) the replica fails once, then trains")
 	fs.IntVar(&o.Port, "port", o.Port, "DMLC mode: the `port` a server listens on and registers with the scheduler (an MXJob replica's default port; 0: any free port)")
-	fs.Int64Var(&o.SyncEvery, "sync-every", o.SyncEvery, "PyTorch mode: the SGD `steps` every rank takes on its own data before the master averages the parameters")
+	fs.Int64Var(&o.SyncEvery, "sync-every", o.SyncEvery, "PyTorch and JAX modes: the SGD `steps` every rank takes on its own data before rank 0 (the master, the coordinator) averages the parameters")
 }
 
 func (o Options) validate() error {
@@ -305,7 +323,7 @@ func Run(ctx context.Context, cfg TFConfig, o Options) int {
 }
 
 // cli is main, testable: it parses args and TF_CONFIG (or, without it, the DMLC_* variables, or
-// else the PyTorch ones) and runs the replica until a signal.
+// else the PyTorch ones, or else the JAX ones) and runs the replica until a signal.
 func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o := defaultOptions()
 	fs := flag.NewFlagSet("trainer", flag.ContinueOnError)
@@ -338,6 +356,8 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return runMode(ctx, o, stderr, func() (DMLCConfig, error) { return loadDMLCConfig(getenv) }, RunDMLC)
 	case usePyTorch(*tfConfig, getenv):
 		return runMode(ctx, o, stderr, func() (PyTorchConfig, error) { return loadPyTorchConfig(getenv) }, RunPyTorch)
+	case useJAX(*tfConfig, getenv):
+		return runMode(ctx, o, stderr, func() (JAXConfig, error) { return loadJAXConfig(getenv) }, RunJAX)
 	}
 	return runMode(ctx, o, stderr, func() (TFConfig, error) { return loadTFConfig(*tfConfig, getenv) }, Run)
 }

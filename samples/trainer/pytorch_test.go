@@ -13,36 +13,54 @@ import (
 	"time"
 )
 
-// ptJob runs the ranks of a PyTorchJob as goroutines on loopback, each with the environment the
-// operator would give its pod.
-type ptJob struct {
+// rankJob runs the ranks of a PyTorchJob or JAXJob as goroutines on loopback, each with the
+// environment the operator would give its pod.
+type rankJob struct {
 	*replicaLogs
-	t   *testing.T
-	env map[string]string // what every rank gets: MASTER_ADDR, MASTER_PORT, WORLD_SIZE
-	ln  net.Listener      // the master's, opened up front so no port is raced for
-	ctx context.Context   // ends with the test, or after 15s: a rank that hangs then stops with 143
-	o   Options           // testOptions, for the ranks that need no others
+	t       *testing.T
+	env     map[string]string // what every rank gets: MASTER_ADDR, MASTER_PORT, WORLD_SIZE, or the JAX ones
+	rankVar string            // the variable that tells a rank its rank: RANK, PROCESS_ID
+	run     runner
+	ln      net.Listener    // rank 0's, opened up front so no port is raced for
+	ctx     context.Context // ends with the test, or after 15s: a rank that hangs then stops with 143
+	o       Options         // testOptions, for the ranks that need no others
 }
 
-func newPTJob(t *testing.T, world int) *ptJob {
+// runner loads a mode's config from an environment and gives the function that runs it.
+type runner func(getenv func(string) string) (func(context.Context, Options) int, error)
+
+// runnerOf is the runner of a mode: its loader and its Run.
+func runnerOf[C any](load func(func(string) string) (C, error), run func(context.Context, C, Options) int) runner {
+	return func(getenv func(string) string) (func(context.Context, Options) int, error) {
+		cfg, err := load(getenv)
+		return func(ctx context.Context, o Options) int { return run(ctx, cfg, o) }, err
+	}
+}
+
+// newRankJob is a job of world ranks whose rank 0 listens where addrVar and portVar say.
+func newRankJob(t *testing.T, world int, addrVar, portVar, sizeVar, rankVar string, run runner) *rankJob {
 	ln := listenLoopback(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	t.Cleanup(cancel)
-	return &ptJob{replicaLogs: newReplicaLogs(t), t: t, ln: ln, ctx: ctx, o: testOptions(t), env: map[string]string{
-		envMasterAddr: "127.0.0.1",
-		envMasterPort: fmt.Sprint(ln.Addr().(*net.TCPAddr).Port),
-		envWorldSize:  fmt.Sprint(world),
+	return &rankJob{replicaLogs: newReplicaLogs(t), t: t, ln: ln, ctx: ctx, o: testOptions(t), rankVar: rankVar, run: run, env: map[string]string{
+		addrVar: "127.0.0.1",
+		portVar: fmt.Sprint(ln.Addr().(*net.TCPAddr).Port),
+		sizeVar: fmt.Sprint(world),
 	}}
+}
+
+func newPTJob(t *testing.T, world int) *rankJob {
+	return newRankJob(t, world, envMasterAddr, envMasterPort, envWorldSize, envRank, runnerOf(loadPyTorchConfig, RunPyTorch))
 }
 
 // start runs rank, named label in the test, with the environment changed by change (an empty
 // value unsets a variable); the channel yields its exit code.
-func (j *ptJob) start(label string, rank int, change map[string]string, o Options) <-chan int {
+func (j *rankJob) start(label string, rank int, change map[string]string, o Options) <-chan int {
 	j.t.Helper()
 	env := maps.Clone(j.env)
-	env[envRank] = fmt.Sprint(rank)
+	env[j.rankVar] = fmt.Sprint(rank)
 	maps.Copy(env, change)
-	cfg, err := loadPyTorchConfig(func(k string) string { return env[k] })
+	run, err := j.run(func(k string) string { return env[k] })
 	if err != nil {
 		j.t.Fatal(err)
 	}
@@ -51,12 +69,12 @@ func (j *ptJob) start(label string, rank int, change map[string]string, o Option
 		o.Listener = j.ln
 	}
 	done := make(chan int, 1)
-	go func() { done <- RunPyTorch(j.ctx, cfg, o) }()
+	go func() { done <- run(j.ctx, o) }()
 	return done
 }
 
 // checkLines checks that every line of label's log starts with the replica's name and the step.
-func (j *ptJob) checkLines(label, name string) {
+func (j *rankJob) checkLines(label, name string) {
 	for line := range strings.Lines(j.log(label)) {
 		if !strings.HasPrefix(line, name+" step=") {
 			j.t.Errorf("%s: line without %s and the step: %q", label, name, line)
@@ -64,12 +82,11 @@ func (j *ptJob) checkLines(label, name string) {
 	}
 }
 
-var convergedRE = regexp.MustCompile(`\nmaster-0 step=\d+ converged: eval loss 0\.\d{4} < 0\.01; exiting 0\n$`)
-
-// wantConverged fails the test unless the master's log ends with converging.
-func (j *ptJob) wantConverged(label string) {
+// wantConverged fails the test unless the log of rank 0, label, ends with converging.
+func (j *rankJob) wantConverged(label string) {
 	j.t.Helper()
-	if log := j.log(label); !convergedRE.MatchString(log) || lastEvalLoss(j.t, log) > 0.01 {
+	converged := regexp.MustCompile(`\n` + regexp.QuoteMeta(label) + ` step=\d+ converged: eval loss 0\.\d{4} < 0\.01; exiting 0\n$`)
+	if log := j.log(label); !converged.MatchString(log) || lastEvalLoss(j.t, log) > 0.01 {
 		j.t.Errorf("%s did not end with converged:\n%s", label, log)
 	}
 }

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 )
+
+// PyTorch mode: the replicas of a PyTorchJob. Every replica is told the master's address
+// (MASTER_ADDR, MASTER_PORT), the world size and its rank, as torch.distributed's env://
+// rendezvous reads them; the master is rank 0 and serves the allreduce (allreduce.go).
 
 // The variables a PyTorchJob operator sets on every replica, as torch.distributed's env://
 // rendezvous reads them, and torchrun's PET_* spellings of the same (Kubeflow's training
@@ -65,6 +70,18 @@ func (c PyTorchConfig) Master() string {
 // the pods (a PyTorchJob's worker i has rank i+1).
 func (c PyTorchConfig) Name() string { return rankName(c.Rank) }
 
+// RunPyTorch runs one replica of a PyTorchJob until it is done and returns its exit code. The
+// context ending is SIGTERM: exit 143.
+func RunPyTorch(ctx context.Context, cfg PyTorchConfig, o Options) int {
+	log, ok := begin(&o, cfg.Name(), "pytorch rank=%d world_size=%d master=%s from=%s sync_every=%d hostname=%s",
+		cfg.Rank, cfg.WorldSize, cfg.Master(), strings.Join(cfg.Vars, ","), o.SyncEvery, o.Hostname)
+	if !ok {
+		return exitUsage
+	}
+	return runRank(ctx, world{size: cfg.WorldSize, rank: cfg.Rank, addr: cfg.Master(), sizeVar: cfg.Vars[2], portVar: cfg.Vars[1],
+		rank0: "the master", name: rankName}, o, log)
+}
+
 func rankName(rank int) string {
 	if rank == 0 {
 		return typeMaster + "-0"
@@ -107,18 +124,15 @@ func loadPyTorchConfig(getenv func(string) string) (PyTorchConfig, error) {
 
 	name, addr := varMasterAddr.lookup(env)
 	c.Vars = append(c.Vars, name)
-	c.MasterAddr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
-	switch _, _, err := net.SplitHostPort(addr); {
-	case addr == "":
+	if addr == "" {
 		return c, varMasterAddr.missing()
-	case strings.ContainsAny(addr, " \t/"):
-		return c, fmt.Errorf("%s=%q is not a host name or IP address", name, addr)
-	case err == nil:
-		return c, fmt.Errorf("%s=%q has a port: it is the master's host, and the port goes in %s", name, addr, varMasterPort.plain)
 	}
 	var err error
-	if c.MasterPort, err = number(varMasterPort, 1); err == nil && c.MasterPort > 65535 {
-		err = fmt.Errorf("%s=%d is not a port (1-65535)", c.Vars[1], c.MasterPort)
+	if c.MasterAddr, err = hostOf(name, addr, "the master's", varMasterPort.plain); err != nil {
+		return c, err
+	}
+	if c.MasterPort, err = number(varMasterPort, 1); err == nil {
+		err = checkPort(c.Vars[1], c.MasterPort)
 	}
 	if err != nil {
 		return c, err
@@ -129,9 +143,8 @@ func loadPyTorchConfig(getenv func(string) string) (PyTorchConfig, error) {
 	if c.Rank, err = number(varRank, 0); err != nil {
 		return c, err
 	}
-	if c.Rank >= c.WorldSize {
-		return c, fmt.Errorf("%s=%d is not under %s=%d: the master is rank 0 and the workers 1 to %d",
-			c.Vars[3], c.Rank, c.Vars[2], c.WorldSize, c.WorldSize-1)
+	if err := checkRank(c.Vars[3], c.Rank, c.Vars[2], c.WorldSize, "the master is rank 0 and the workers"); err != nil {
+		return c, err
 	}
 	switch nproc := env(envPETNProcPerNode); nproc {
 	case "", "1", "auto", "cpu":
@@ -139,6 +152,35 @@ func loadPyTorchConfig(getenv func(string) string) (PyTorchConfig, error) {
 		return c, fmt.Errorf("%s=%q: the trainer is one process per pod, so it must be 1 (the PyTorchJob's nprocPerNode)", envPETNProcPerNode, nproc)
 	}
 	return c, nil
+}
+
+// hostOf is rank 0's host from raw, the value of variable name: a host name or IP address (an
+// IPv6 one in brackets or not) with no port, which goes in portVar; whose says whose host it is.
+func hostOf(name, raw, whose, portVar string) (string, error) {
+	switch _, _, err := net.SplitHostPort(raw); {
+	case strings.ContainsAny(raw, " \t/"):
+		return "", fmt.Errorf("%s=%q is not a host name or IP address", name, raw)
+	case err == nil:
+		return "", fmt.Errorf("%s=%q has a port: it is %s host, and the port goes in %s", name, raw, whose, portVar)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(raw, "["), "]"), nil
+}
+
+// checkPort refuses port, the value of variable name, past 65535 (envInt saw it is at least 1).
+func checkPort(name string, port int) error {
+	if port > 65535 {
+		return fmt.Errorf("%s=%d is not a port (1-65535)", name, port)
+	}
+	return nil
+}
+
+// checkRank refuses rank, the value of variable rankVar, unless it is under size, sizeVar's;
+// ranks says which is rank 0 and who the others are.
+func checkRank(rankVar string, rank int, sizeVar string, size int, ranks string) error {
+	if rank >= size {
+		return fmt.Errorf("%s=%d is not under %s=%d: %s 1 to %d", rankVar, rank, sizeVar, size, ranks, size-1)
+	}
+	return nil
 }
 
 // envInt parses the integer variable name, which must be at least min.

@@ -44,8 +44,9 @@ func loadTFConfig(override string, getenv func(string) string) (TFConfig, error)
 	if strings.TrimSpace(raw) == "" {
 		return TFConfig{}, fmt.Errorf("%s is not set: the TfJob operator sets it on every replica; "+
 			"to run by hand, set it or pass --tf-config, e.g. %s='%s'; in an MXJob, %s and the other DMLC_* variables take its place, "+
-			"in a PyTorchJob %s, %s, %s and %s",
-			envTFConfig, envTFConfig, tfConfigExample, envDMLCRole, envMasterAddr, envMasterPort, envWorldSize, envRank)
+			"in a PyTorchJob %s, %s, %s and %s, in a JAXJob %s, %s, %s and %s",
+			envTFConfig, envTFConfig, tfConfigExample, envDMLCRole, envMasterAddr, envMasterPort, envWorldSize, envRank,
+			envCoordinatorAddress, envCoordinatorPort, envNumProcesses, envProcessID)
 	}
 	return parseTFConfig(raw, from)
 }

@@ -1,6 +1,6 @@
 // Command devctl gives a developer a local mlkube: a kind cluster running the operator built
 // from the checkout's source (`devctl up`), a look at it (`devctl status`), its removal
-// (`devctl down`), TfJobs, MXJobs and PyTorchJobs run and followed in it (`devctl run`, `logs`,
+// (`devctl down`), jobs of every kind run and followed in it (`devctl run`, `logs`,
 // `convert`), images of the local Docker engine loaded into it (`devctl load`), and the terminal
 // dashboard on it (`devctl dashboard`).
 package main
@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,8 +27,19 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// kindsAnd and kindsOr name every kind of the API's table, for the help texts.
-var kindsAnd, kindsOr = v1beta1.KindNames("and"), v1beta1.KindNames("or")
+// kindsAnd and kindsOr name every kind of the API's table, for the help texts; containers lists
+// their training containers; kindFlag is the help of --kind, which takes a kind's label.
+var (
+	kindsAnd, kindsOr = v1beta1.KindNames("and"), v1beta1.KindNames("or")
+	containers        = func() string {
+		var names []string
+		for _, k := range v1beta1.Kinds {
+			names = append(names, k.Container)
+		}
+		return strings.Join(names, ", ")
+	}()
+	kindFlag = "the job's kind, one of " + strings.Join(v1beta1.Labels(), ", ") + " (default: whichever has a job named JOB)"
+)
 
 func main() {
 	// controller-runtime's client would otherwise warn that no logger was set.
@@ -53,7 +65,7 @@ checkout.
 
 ` + "`devctl run`" + ` submits a ` + kindsOr + ` and follows it to its end, every replica's
 log included; ` + "`devctl logs`" + ` shows a job's logs again; ` + "`devctl convert`" + ` turns a manifest
-written for an older TensorFlow, MXNet or PyTorch operator into today's job. These three work on the
+written for an older TensorFlow, MXNet, PyTorch or JAX operator into today's job. These three work on the
 cluster of the current kubeconfig context, which devctl up sets to its kind cluster; so does
 ` + "`devctl dashboard`" + `, the live terminal dashboard of the jobs, their replicas and logs (tfjob-tui).
 A trainer image you build with docker build is in the local Docker engine, not on the nodes:
@@ -216,8 +228,8 @@ func logsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs JOB",
 		Short: "Show the logs of a job's replicas, interleaved, each line prefixed with its replica",
-		Long: `Logs prints the log of every replica of the job JOB, a ` + kindsOr + ` (of its
-tensorflow, mxnet or pytorch container), interleaved in the order the lines were written, each line prefixed with its
+		Long: `Logs prints the log of every replica of the job JOB, a ` + kindsOr + ` (of the
+container its kind trains in: ` + containers + `), interleaved in the order the lines were written, each line prefixed with its
 replica ("worker-1 | ..."), or only one replica's with --replica. JOB is found by its name among
 all kinds; when jobs of two kinds have that name, --kind says which. It works on finished pods too: the default cleanPodPolicy,
 Running, keeps the pods that finished, so their logs stay readable after the job has ended (All
@@ -247,7 +259,7 @@ operator recreated after a failure is a new pod, whose predecessor's log is gone
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the kubeconfig context's)")
-	f.StringVar(&opts.Kind, "kind", "", "the job's kind, tfjob, mxjob or pytorchjob (default: whichever has a job named JOB)")
+	f.StringVar(&opts.Kind, "kind", "", kindFlag)
 	f.StringVar(&opts.Replica, "replica", "", "show only this replica, e.g. worker-1")
 	f.BoolVarP(&opts.Follow, "follow", "f", false, "keep following until the job ends, including recreated pods")
 	f.BoolVar(&opts.Previous, "previous", false, "show each container's run before its last in-place restart")
@@ -431,7 +443,7 @@ them) starts this way.`
 	}
 	f := cmd.Flags()
 	f.StringVarP(&opts.Namespace, "namespace", "n", "", "namespace of the job (default: the kubeconfig context's)")
-	f.StringVar(&opts.Kind, "kind", "", "the job's kind, tfjob, mxjob or pytorchjob (default: whichever has a job named JOB)")
+	f.StringVar(&opts.Kind, "kind", "", kindFlag)
 	f.DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the operator to act; 0 returns once the field is set")
 	return cmd
 }

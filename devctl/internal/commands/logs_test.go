@@ -106,7 +106,11 @@ worker-1 | done-worker-1 says bye
 	}
 	var status syncBuffer
 	err = Logs(context.Background(), LogsOptions{Job: "nothere", Namespace: ns}, &syncBuffer{}, &status)
-	if err == nil || err.Error() != "no tfjob/nothere or mxjob/nothere or pytorchjob/nothere in namespace "+ns+" (context envtest)" {
+	var refs []string
+	for _, k := range v1beta1.Kinds {
+		refs = append(refs, k.Ref("nothere"))
+	}
+	if err == nil || err.Error() != "no "+strings.Join(refs, " or ")+" in namespace "+ns+" (context envtest)" {
 		t.Errorf("a job that does not exist: %v", err)
 	}
 }

@@ -125,8 +125,8 @@ func TestLogsOfTwoJobsOfOneName(t *testing.T) {
 			t.Errorf("--kind %s: %v, want %q", kind, err, want)
 		}
 	}
-	if err := logs("jaxjob"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--kind jaxjob: it is one of tfjob, mxjob, pytorchjob") {
-		t.Errorf("--kind jaxjob: exit %d, %v", ExitCode(err), err)
+	if err := logs("nosuchjob"); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "--kind nosuchjob: it is one of "+strings.Join(v1beta1.Labels(), ", ")) {
+		t.Errorf("--kind nosuchjob: exit %d, %v", ExitCode(err), err)
 	}
 	err = Logs(ctx, LogsOptions{Job: "nothere", Kind: "mxjob", Namespace: ns}, &syncBuffer{}, &syncBuffer{})
 	if err == nil || err.Error() != "no mxjob/nothere in namespace "+ns+" (context envtest)" {

@@ -89,6 +89,23 @@ var table = map[string]facts{
 			},
 		},
 	},
+	"JAXJob": {
+		typeKey: "jaxReplicaType", portKey: "port", defaultPort: v1beta1.DefaultJAXPort,
+		deciders: []string{"WORKER"},
+		decides:  "worker 0 (JAX process 0, the coordinator) decides",
+		list: listKind{
+			keys:            listKeys{specs: []string{"replicaSpecs"}, typ: []string{"jaxReplicaType"}, port: []string{"port"}},
+			forms:           []listForm{todaysForm("JAXJob", v1beta1.DefaultJAXPort)},
+			missingTemplate: "every replica group needs the pod it runs",
+		},
+		// Kubeflow's JAXJob (training-operator v1.9, kubeflow.org/v1 only): one replica type,
+		// Worker; the jax container's port named jaxjob-port, else 6666; restartPolicy Never.
+		kubeflow: &kubeflowKind{
+			kind: "JAXJob", versions: []string{"v1"}, specsKey: "jaxReplicaSpecs",
+			types:    []kubeflowType{{"Worker", "WORKER"}},
+			portName: "jaxjob-port", port: v1beta1.DefaultJAXPort, restartPolicy: v1beta1.RestartPolicyNever,
+		},
+	},
 }
 
 // jobKinds are today's kinds with their facts, in v1beta1.Kinds' order.
