@@ -47,17 +47,26 @@ type Clients struct {
 	Kube kubernetes.Interface
 }
 
+// Scheme knows what devctl reads and writes: Kubernetes' own types, CRDs and every job kind.
+func Scheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
 // Connect makes the clients of kind cluster c, with a scheme that knows our kinds and CRDs.
 func Connect(c *kindcluster.Cluster) (*Clients, error) {
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -186,7 +186,6 @@ func Look(ctx context.Context) (*Report, error) {
 func Catalog(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var repos []string
 	// The registry pages its catalog; a local registry with more repositories than one page of a
 	// thousand is beyond what devctl reports.
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+Host+"/v2/_catalog?n=1000", nil)
@@ -208,8 +207,8 @@ func Catalog(ctx context.Context) ([]string, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&catalog); err != nil {
 		return nil, fmt.Errorf("reading the registry's catalog: %w", err)
 	}
-	repos = append([]string{}, catalog.Repositories...)
-	return repos, nil
+	// Empty, not nil: nil says the registry did not answer (Report.Repositories).
+	return append([]string{}, catalog.Repositories...), nil
 }
 
 // CountRepositories counts them in words, as devctl's lines about the registry say it: "1
