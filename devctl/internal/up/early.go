@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
@@ -341,10 +342,17 @@ func waitAPIServer(ctx context.Context, c *kindcluster.Cluster, created <-chan s
 		if kube != nil {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err = kube.Kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
-			cancel()
 			if err != nil {
 				err = fmt.Errorf("the apiserver is not ready: %w", err)
+			} else {
+				// Ready is not yet allowed: kubeadm binds kind's admin user to cluster-admin after
+				// the apiserver is up, and until then every request of it is Forbidden.
+				_, err = kube.Kube.CoreV1().Namespaces().List(rctx, metav1.ListOptions{Limit: 1})
+				if err != nil {
+					err = fmt.Errorf("the apiserver does not let kind's admin in yet: %w", err)
+				}
 			}
+			cancel()
 		}
 		if err == nil || last {
 			return kube, err
