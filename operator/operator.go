@@ -29,6 +29,7 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/fairqueue"
 	"github.com/mlkube/mlkube/operator/jaxjob"
+	"github.com/mlkube/mlkube/operator/kueue"
 	"github.com/mlkube/mlkube/operator/mxjob"
 	"github.com/mlkube/mlkube/operator/pytorchjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
@@ -61,6 +62,11 @@ type Options struct {
 	// PprofBindAddress serves Go's /debug/pprof for profiling the operator; empty or "0" is off.
 	PprofBindAddress string
 
+	// Kueue runs Kueue's job integration (operator/kueue) for every kind: Kueue (its CRDs,
+	// manager and queues) must run in the cluster, with mlkube's kinds among its
+	// externalFrameworks.
+	Kueue bool
+
 	// ManyPerProcess lets one process run several operators (tests do); controller-runtime
 	// otherwise refuses a second controller of the same name because their metrics would clash.
 	ManyPerProcess bool
@@ -82,6 +88,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(s))
 	must(v1beta1.AddToScheme(s))
+	must(kueue.AddToScheme(s))
 	return s
 }
 
@@ -154,6 +161,13 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := replicajob.IndexOwners(context.Background(), mgr, extraTypes...); err != nil {
 		return nil, err
 	}
+	var queue replicajob.Queue
+	if opts.Kueue {
+		if err := kueue.Setup(context.Background(), mgr, v1beta1.Kinds); err != nil {
+			return nil, fmt.Errorf("--kueue: %w", err)
+		}
+		queue = kueue.Waits{Reader: mgr.GetClient()}
+	}
 	for _, fw := range Frameworks {
 		r := &replicajob.Reconciler{
 			Client:    mgr.GetClient(),
@@ -161,6 +175,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			Framework: fw,
 			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
 			Pods:      pods,
+			Queue:     queue,
 		}
 		copts := controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,

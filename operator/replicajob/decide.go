@@ -25,7 +25,7 @@ func (e *Reconciler) decide(p *pass) {
 	case p.invalid != nil:
 		p.failNow("InvalidSpec", p.invalid.Error())
 		return
-	case !finished(s) && p.policy.Suspended():
+	case !finished(s) && (p.policy.Suspended() || heldForQueue(p)):
 		e.suspend(p)
 		return
 	case !finished(s) && meta.IsStatusConditionTrue(s.Conditions, v1beta1.JobSuspended) && !resume(p):

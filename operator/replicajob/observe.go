@@ -32,6 +32,10 @@ func (e *Reconciler) observe(ctx context.Context, req reconcile.Request) (*pass,
 	}
 	p.mem.readable()
 	p.groups, p.policy = job.Groups(), job.Policy()
+	var err error
+	if p.queue, err = e.observeQueue(ctx, job); err != nil {
+		return nil, err
+	}
 	// A job that breaks its CRD's rules or that no container could start with fails before
 	// anything is built for it.
 	if !finished(p.status) {
@@ -40,7 +44,6 @@ func (e *Reconciler) observe(ctx context.Context, req reconcile.Request) (*pass,
 		}
 	}
 	var perReplica bool
-	var err error
 	if p.replicas, p.pods, p.services, perReplica, err = e.listReplicas(ctx, job, p.groups); err != nil {
 		return nil, err
 	}

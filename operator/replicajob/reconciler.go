@@ -36,6 +36,9 @@ type Reconciler struct {
 	// Reader reads past the cache, which holds only the operator's own pods and services: it
 	// tells whose an object holding a replica's name is (refusals.go). Nil means Client.
 	Reader ctrl.Reader
+	// Queue, when set, says why a job labelled for Kueue waits (queued.go); nil runs the
+	// operator without Kueue.
+	Queue Queue
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
 
@@ -55,6 +58,9 @@ func (e *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Optio
 		for _, obj := range ext.ExtraTypes() {
 			b = b.Owns(obj)
 		}
+	}
+	if e.Queue != nil {
+		b = b.Owns(e.Queue.Object())
 	}
 	return b.Complete(e)
 }
@@ -121,6 +127,7 @@ type pass struct {
 	invalid    error
 	groups     []Replica
 	policy     v1beta1.RunPolicy
+	queue      *queued // the queue a job labelled for Kueue waits in (queued.go)
 	cluster    Cluster
 	replicas   []*replica
 	pods       map[string]*corev1.Pod

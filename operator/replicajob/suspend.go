@@ -21,7 +21,7 @@ import (
 const resumeWait = time.Second
 
 // suspend decides for a suspended job: its unfinished pods go, and its status says it is
-// suspended.
+// suspended, and, for a job in Kueue's queue, what the queue says.
 func (e *Reconciler) suspend(p *pass) {
 	container := e.Framework.Kind().Container
 	status := p.status
@@ -39,17 +39,21 @@ func (e *Reconciler) suspend(p *pass) {
 		}
 		kept = append(kept, &k)
 	}
+	reason, msg := "Suspended", "runPolicy.suspend is true: the job keeps no running pods and creates none until it is false"
+	note := fmt.Sprintf("runPolicy.suspend is true: deleted %s; none is created until it is false", count(deleting, "unfinished pod"))
+	if q := p.queue; q != nil {
+		reason, msg = q.reason, q.message
+		note = fmt.Sprintf("%s; deleted %s", q.message, count(deleting, "unfinished pod"))
+	}
 	first := !meta.IsStatusConditionTrue(status.Conditions, v1beta1.JobSuspended) ||
-		meta.FindStatusCondition(status.Conditions, v1beta1.JobSuspended).Reason != "Suspended"
+		meta.FindStatusCondition(status.Conditions, v1beta1.JobSuspended).Reason != reason
 	summarize(container, p.groups, kept, status, false, nil, p.now)
 	status.StartTime = nil
 	status.Phase = v1beta1.JobPhaseSuspended
-	setCondition(status, v1beta1.JobSuspended, metav1.ConditionTrue, "Suspended",
-		"runPolicy.suspend is true: the job keeps no running pods and creates none until it is false", p.now)
+	setCondition(status, v1beta1.JobSuspended, metav1.ConditionTrue, reason, msg, p.now)
 	setCondition(status, v1beta1.JobRunning, metav1.ConditionFalse, "Suspended", "the job is suspended", p.now)
 	if first {
-		p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: "Suspended", action: "Suspend",
-			note: fmt.Sprintf("runPolicy.suspend is true: deleted %s; none is created until it is false", count(deleting, "unfinished pod"))})
+		p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: reason, action: "Suspend", note: note})
 	}
 }
 

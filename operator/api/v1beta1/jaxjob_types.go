@@ -139,6 +139,7 @@ func (j *JAXJob) Groups() []ReplicaGroup {
 }
 
 func (j *JAXJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *JAXJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *JAXJob) JobStatus() *JobStatus { return &j.Status }
 
 // UnmarshalJSON decodes a JAXJob leniently (see decodeJob in unreadable.go).

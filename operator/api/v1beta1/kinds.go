@@ -23,6 +23,8 @@ type Job interface {
 	Groups() []ReplicaGroup
 	// Policy is the job's run policy.
 	Policy() RunPolicy
+	// SetSuspend sets runPolicy.suspend (Kueue's integration suspends and resumes jobs).
+	SetSuspend(suspend bool)
 	// JobStatus points into the job's status, which the operator fills in.
 	JobStatus() *JobStatus
 	// Unreadable says why the job as stored could not be decoded whole, naming the field

@@ -137,4 +137,5 @@ func (j *MXJob) Groups() []ReplicaGroup {
 }
 
 func (j *MXJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *MXJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *MXJob) JobStatus() *JobStatus { return &j.Status }

@@ -135,4 +135,5 @@ func (j *PyTorchJob) Groups() []ReplicaGroup {
 }
 
 func (j *PyTorchJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *PyTorchJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *PyTorchJob) JobStatus() *JobStatus { return &j.Status }

@@ -189,4 +189,5 @@ func (j *TfJob) Groups() []ReplicaGroup {
 }
 
 func (j *TfJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
+func (j *TfJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *TfJob) JobStatus() *JobStatus { return &j.Status }

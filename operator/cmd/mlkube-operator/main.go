@@ -48,6 +48,8 @@ func main() {
 	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060), for finding where the operator's time goes; 0 turns it off")
 	flag.Float64Var(&qps, "kube-api-qps", -1, "client-side limit of requests per second to the apiserver; negative turns it off and leaves fairness to the apiserver's priority and fairness")
 	flag.IntVar(&burst, "kube-api-burst", 1000, "burst above --kube-api-qps")
+	flag.BoolVar(&opts.Kueue, "kueue", false,
+		"run Kueue's job integration: a job labelled kueue.x-k8s.io/queue-name waits in that LocalQueue until Kueue admits it; Kueue must run in the cluster with mlkube's kinds among its externalFrameworks")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
