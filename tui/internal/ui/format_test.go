@@ -69,6 +69,11 @@ func TestListStateShowsARefusal(t *testing.T) {
 	if got := listState(suspended); got != "Running, Suspended" {
 		t.Errorf("suspended job: %q, want %q", got, "Running, Suspended")
 	}
+	// Kueue holds it: its verdict is the reason.
+	suspended.Conditions[0].Reason = "Queued"
+	if got := listState(suspended); got != "Running, Suspended, Queued" {
+		t.Errorf("queued job: %q, want %q", got, "Running, Suspended, Queued")
+	}
 	suspended.Conditions[0].Status = "False"
 	if got := listState(suspended); got != "Running" {
 		t.Errorf("resumed job: %q", got)

@@ -153,8 +153,12 @@ func listState(j *kube.Job) string {
 		case v1beta1.JobCreateRefused:
 			state += ", CreateRefused"
 		case v1beta1.JobSuspended:
-			// runPolicy.suspend holds it (or it is resuming): no pods, and none coming.
+			// runPolicy.suspend holds it (or it is resuming), or Kueue does: no pods, and none
+			// coming. Kueue's verdict is the reason: "Suspended, Queued", "Suspended, Evicted".
 			state += ", Suspended"
+			if c.Reason != "" && c.Reason != "Suspended" {
+				state += ", " + c.Reason
+			}
 		}
 	}
 	return state
