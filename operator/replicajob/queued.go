@@ -38,13 +38,17 @@ type queued struct {
 	reason, message string
 }
 
-// observeQueue reads the queue's word on a job with a queue label; nil for a job without one.
+// observeQueue reads the queue's word on a job with a queue label; nil for a job without one,
+// and, without Kueue's integration, for one whose runPolicy.suspend its user set.
 func (e *Reconciler) observeQueue(ctx context.Context, job v1beta1.Job) (*queued, error) {
 	name := job.GetLabels()[QueueLabel]
 	if name == "" {
 		return nil, nil
 	}
 	q := &queued{name: name}
+	if e.Queue == nil && job.Policy().Suspend != nil {
+		return nil, nil // the user's own suspend or resume: nothing waits for Kueue
+	}
 	if e.Queue == nil {
 		q.reason = "Queued"
 		q.message = fmt.Sprintf("labelled for Kueue's LocalQueue %q (%s), but this operator runs without its Kueue integration (--kueue), so nothing admits the job: "+

@@ -67,6 +67,32 @@ func TestCreatedSuspendedStartsWhenResumed(t *testing.T) {
 	}
 }
 
+// A job labelled for Kueue's queue and created without runPolicy.suspend waits for Kueue as if
+// suspended: with no Kueue integration in this operator, it says that nothing will admit it and
+// how to run it; its user's suspend: false then runs it.
+func TestQueuedJobWithoutKueueSaysSo(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	job := standardJob(ns, "queued")
+	job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "team-a"}
+	must(t, k8s.Create(context.Background(), job))
+	waitJob(t, ns, "queued", "held for Kueue", func(j *v1beta1.TfJob) error {
+		c := condition(j, v1beta1.JobSuspended)
+		if c == nil || c.Status != "True" || c.Reason != "Queued" ||
+			c.Message != `labelled for Kueue's LocalQueue "team-a" (kueue.x-k8s.io/queue-name), but this operator runs without its Kueue integration (--kueue), so nothing admits the job: `+
+				`remove the label, or set runPolicy.suspend: false to run it without Kueue` {
+			return errorf("Suspended condition %+v", c)
+		}
+		return nil
+	})
+	waitEvent(t, ns, "queued", "Queued", "without its Kueue integration")
+	if pods := listPods(t, ns); len(pods) != 0 {
+		t.Fatalf("%d pods of a job held for Kueue", len(pods))
+	}
+	suspend(t, ns, "queued", false)
+	waitPods(t, ns, podNames("queued")...)
+}
+
 // Suspending a running job deletes its unfinished pods, keeps its finished ones and the restarts
 // counted so far, counts no restart for the deletions, and clears startTime; resumed, it
 // recreates the deleted replicas and runs to its end.
