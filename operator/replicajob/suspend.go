@@ -51,7 +51,9 @@ func (e *Reconciler) suspend(p *pass) {
 	status.StartTime = nil
 	status.Phase = v1beta1.JobPhaseSuspended
 	setCondition(status, v1beta1.JobSuspended, metav1.ConditionTrue, reason, msg, p.now)
-	setCondition(status, v1beta1.JobRunning, metav1.ConditionFalse, "Suspended", "the job is suspended", p.now)
+	// The Running condition's reason is `kubectl get -o wide`'s Reason column: Queued or
+	// Evicted there tells a job Kueue holds from one its user suspended.
+	setCondition(status, v1beta1.JobRunning, metav1.ConditionFalse, reason, "the job is suspended", p.now)
 	if first {
 		p.events = append(p.events, event{kind: corev1.EventTypeNormal, reason: reason, action: "Suspend", note: note})
 	}
