@@ -62,7 +62,7 @@ func TestKueue(t *testing.T) {
 	cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
 	cq.Spec.ResourceGroups = []kueue.ResourceGroup{{
 		CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
-		Flavors: []kueue.FlavorQuotas{{Name: "e2e-pool", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1500m")}}}},
+		Flavors:          []kueue.FlavorQuotas{{Name: "e2e-pool", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1500m")}}}},
 	}}
 	must(t, c.Create(ctx, cq))
 	lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "small"}}
