@@ -138,3 +138,12 @@ func (j *MXJob) Groups() []ReplicaGroup {
 
 func (j *MXJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
 func (j *MXJob) JobStatus() *JobStatus { return &j.Status }
+
+// UnmarshalJSON decodes an MXJob leniently (see decodeJob in unreadable.go).
+func (j *MXJob) UnmarshalJSON(data []byte) (err error) {
+	type plain MXJob
+	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = MXJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
+	return err
+}
+
+func (j *MXJob) Unreadable() string { return j.unreadable }

@@ -137,3 +137,12 @@ func (j *PyTorchJob) Groups() []ReplicaGroup {
 
 func (j *PyTorchJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
 func (j *PyTorchJob) JobStatus() *JobStatus { return &j.Status }
+
+// UnmarshalJSON decodes a PyTorchJob leniently (see decodeJob in unreadable.go).
+func (j *PyTorchJob) UnmarshalJSON(data []byte) (err error) {
+	type plain PyTorchJob
+	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = PyTorchJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
+	return err
+}
+
+func (j *PyTorchJob) Unreadable() string { return j.unreadable }

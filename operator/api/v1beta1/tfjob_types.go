@@ -191,3 +191,12 @@ func (j *TfJob) Groups() []ReplicaGroup {
 
 func (j *TfJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
 func (j *TfJob) JobStatus() *JobStatus { return &j.Status }
+
+// UnmarshalJSON decodes a TfJob leniently (see decodeJob in unreadable.go).
+func (j *TfJob) UnmarshalJSON(data []byte) (err error) {
+	type plain TfJob
+	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = TfJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
+	return err
+}
+
+func (j *TfJob) Unreadable() string { return j.unreadable }
