@@ -22,8 +22,9 @@ import (
 )
 
 // How long the distributed sample takes from create to every replica Running through the
-// operator, next to the same pods and services applied directly with kubectl: the operator's
-// own share of a job's start. Reported (bin/e2e-timings.txt), not asserted.
+// operator (its 5 pods and the job's one headless service), next to the same pods applied
+// directly with kubectl: the operator's own share of a job's start. Reported
+// (bin/e2e-timings.txt), not asserted.
 func TestStartupAgainstPlainPods(t *testing.T) {
 	kubectl := os.Getenv("MLKUBE_KUBECTL")
 	if kubectl == "" {
@@ -43,7 +44,10 @@ func TestStartupAgainstPlainPods(t *testing.T) {
 	pods := waitRunning(t, c, ns, 5)
 	viaOperator := time.Since(t0)
 
-	// The same pods and services, as the operator made them, without the operator.
+	// The same pods, as the operator made them, without the operator. Each gets a headless
+	// service of its own: the older layout, a service per replica, which the operator keeps only
+	// for jobs an older operator started; today it makes one headless service per job, which
+	// the pods join by their hostname and subdomain.
 	var list bytes.Buffer
 	for _, p := range pods {
 		pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},

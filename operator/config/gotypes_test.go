@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -43,6 +44,15 @@ func TestEachCRDMatchesItsGoTypes(t *testing.T) {
 				if _, ok := group.Properties[field]; !ok {
 					t.Errorf("%s %s: the table's field %q is not in replicaSpecs", k.Name, v.Name, field)
 				}
+			}
+			// The CRD defaults the port by a marker, which cannot read the table: it must say
+			// the table's default port, in its value and in its description.
+			port := group.Properties[k.PortField]
+			if port.Default == nil || string(port.Default.Raw) != strconv.Itoa(int(k.DefaultPort)) {
+				t.Errorf("%s %s: replicaSpecs' %s defaults to %s, the table's DefaultPort is %d", k.Name, v.Name, k.PortField, defaultOf(port), k.DefaultPort)
+			}
+			if want := fmt.Sprintf("(default %d)", k.DefaultPort); !strings.Contains(port.Description, want) {
+				t.Errorf("%s %s: replicaSpecs' %s description does not say %s: %q", k.Name, v.Name, k.PortField, want, port.Description)
 			}
 			w := &typeWalk{}
 			w.root(reflect.TypeOf(k.New()).Elem(), v.Schema.OpenAPIV3Schema)
@@ -246,6 +256,13 @@ func jsonFields(typ reflect.Type) map[string]reflect.Type {
 		}
 	}
 	return out
+}
+
+func defaultOf(s apiextensionsv1.JSONSchemaProps) string {
+	if s.Default == nil {
+		return "nothing"
+	}
+	return string(s.Default.Raw)
 }
 
 func bound(f *float64) string {

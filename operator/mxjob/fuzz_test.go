@@ -98,7 +98,7 @@ func FuzzEnv(f *testing.F) {
 		for _, s := range job.Spec.ReplicaSpecs {
 			asked[s.MXReplicaType] = orDefault(s.Replicas, 1)
 			if s.MXReplicaType == v1beta1.MXReplicaScheduler {
-				schedulerPort = orDefault(s.Port, v1beta1.DefaultMXPort)
+				schedulerPort = orDefault(s.Port, fw.Kind().DefaultPort)
 			}
 		}
 		want := map[string]string{

@@ -124,7 +124,7 @@ func FuzzTFConfig(f *testing.F) {
 				n = 1
 			}
 			if port == 0 {
-				port = v1beta1.DefaultTfPort
+				port = fw.Kind().DefaultPort
 			}
 			key := strings.ToLower(string(g.TfReplicaType))
 			for i := 0; i < n; i++ {

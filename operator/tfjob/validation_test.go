@@ -375,10 +375,11 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 // the master's replicas removed and a tensorboard with only logDir.
 func checkDefaults(t *testing.T, job *v1beta1.TfJob) {
 	t.Helper()
+	port := v1beta1.KindOf(job).DefaultPort
 	for _, g := range job.Spec.ReplicaSpecs {
-		if g.TfPort != v1beta1.DefaultTfPort || g.RestartPolicy != v1beta1.RestartPolicyExitCode {
+		if g.TfPort != port || g.RestartPolicy != v1beta1.RestartPolicyExitCode {
 			t.Errorf("%s: tfPort %d restartPolicy %q, want the defaults %d %q",
-				g.TfReplicaType, g.TfPort, g.RestartPolicy, v1beta1.DefaultTfPort, v1beta1.RestartPolicyExitCode)
+				g.TfReplicaType, g.TfPort, g.RestartPolicy, port, v1beta1.RestartPolicyExitCode)
 		}
 	}
 	if r := job.Spec.ReplicaSpecs[0].Replicas; r != 1 {

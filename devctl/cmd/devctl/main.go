@@ -101,9 +101,8 @@ func runCommand() *cobra.Command {
 		Short: "Submit a job (" + kindsOr + ") and follow it to its end: replica states and every replica's log",
 		Long: `Run submits the job (` + kindsOr + `) in FILE to the cluster of the current kubeconfig context and
 follows it until it ends. FILE may be in today's mlkube.io/v1beta1 form or in any older form
-devctl convert reads (the 2017 snake_case TfJob, tensorflow.org and kubeflow.org TFJobs; the
-fioravanzo.org and kubeflow.org MXJobs); an older one is converted first, and what the
-conversion changed is printed as warnings.
+devctl convert reads (devctl convert --help lists them); an older one is converted first, and
+what the conversion changed is printed as warnings.
 
 Before anything is created, the apiserver checks the job (a server-side dry run): an invalid job
 is reported one cause per line, field path first, and nothing is created. A job of the same name

@@ -311,7 +311,7 @@ func finish(k *jobKind, doc, spec *fields, meta metav1.ObjectMeta, groups []repl
 func (k *jobKind) build(meta metav1.ObjectMeta, groups []replicaGroup, spec map[string]any) (v1beta1.Job, error) {
 	specs := make([]map[string]any, len(groups))
 	for i, g := range groups {
-		specs[i] = map[string]any{k.typeKey: g.typ, "replicas": g.replicas, k.portKey: g.port, "template": g.template}
+		specs[i] = map[string]any{k.TypeField: g.typ, "replicas": g.replicas, k.PortField: g.port, "template": g.template}
 		if g.policy != "" {
 			specs[i]["restartPolicy"] = g.policy
 		}

@@ -38,9 +38,9 @@ func groupsOf(t *testing.T, job v1beta1.Job) []group {
 	var out []group
 	for _, r := range doc.Spec.ReplicaSpecs {
 		num := func(key string) int32 { n, _ := r[key].(float64); return int32(n) }
-		typ, _ := r[k.typeKey].(string)
+		typ, _ := r[k.TypeField].(string)
 		policy, _ := r["restartPolicy"].(string)
-		out = append(out, group{typ, num("replicas"), num(k.portKey), v1beta1.RestartPolicy(policy)})
+		out = append(out, group{typ, num("replicas"), num(k.PortField), v1beta1.RestartPolicy(policy)})
 	}
 	return out
 }

@@ -26,10 +26,10 @@ func isCurrent(doc map[string]any, k *jobKind) bool {
 		if !ok {
 			return false
 		}
-		if t, _ := group[k.typeKey].(string); t == "" {
+		if t, _ := group[k.TypeField].(string); t == "" {
 			return false
 		}
-		for _, key := range []string{"replicas", k.portKey} {
+		for _, key := range []string{"replicas", k.PortField} {
 			if v, set := group[key]; set && isEmpty(v) {
 				return false
 			}

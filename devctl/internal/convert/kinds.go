@@ -7,20 +7,18 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// jobKind is what the readers know of one of today's kinds: v1beta1's description of it, where
-// its replica groups keep their type and port, which replica decides the job, and the old forms
-// it was written in. The readers are the same for every kind; this is all that differs.
+// jobKind is what the readers know of one of today's kinds: v1beta1's description of it (among
+// it the keys of a replica group's type and port, and the default port), which replica decides
+// the job, and the old forms it was written in. The readers are the same for every kind; this
+// is all that differs.
 type jobKind struct {
 	*v1beta1.Kind
 	facts
 }
 
-// facts are a kind's part of the table below.
+// facts are a kind's part of the table below: what convert alone knows of it. What today's
+// kind is (its keys, types, container and default port) is v1beta1's table's.
 type facts struct {
-	// typeKey and portKey are today's keys of a replica group's type and port: tfReplicaType.
-	typeKey, portKey string
-	// defaultPort is today's default port.
-	defaultPort int32
 	// deciders are the types whose replica 0 ends the job today, the first present winning;
 	// decides says the rule in words, and advice what to do when an old job wanted another.
 	deciders        []string
@@ -38,7 +36,6 @@ type facts struct {
 // (kinds panics otherwise, and TestEveryKindHasFacts says so sooner).
 var table = map[string]facts{
 	"TfJob": {
-		typeKey: "tfReplicaType", portKey: "tfPort", defaultPort: v1beta1.DefaultTfPort,
 		deciders:    []string{"MASTER", "CHIEF", "WORKER"},
 		decides:     "the MASTER or CHIEF decides, or else worker 0",
 		advice:      ". To keep the old behaviour, make that replica the MASTER group (one replica)",
@@ -47,7 +44,7 @@ var table = map[string]facts{
 		kubeflow: &kubeflowKind{
 			kind: "TFJob", versions: []string{"v1", "v1beta2", "v1beta1", "v1alpha2"}, specsKey: "tfReplicaSpecs",
 			types:    []kubeflowType{{"Chief", "CHIEF"}, {"Master", "MASTER"}, {"Worker", "WORKER"}, {"PS", "PS"}, {"Evaluator", "EVALUATOR"}},
-			portName: "tfjob-port", port: v1beta1.DefaultTfPort, restartPolicy: v1beta1.RestartPolicyNever,
+			portName: "tfjob-port", port: 2222, restartPolicy: v1beta1.RestartPolicyNever,
 			dropped: []droppedField{
 				{key: "successPolicy", kind: "string", why: "mlkube ends the job when its MASTER or CHIEF succeeds, or else worker 0; it cannot wait for every worker"},
 				{key: "enableDynamicWorker", kind: "bool", why: "a TfJob's replica groups cannot change once it runs (every replica's TF_CONFIG names all the others)"},
@@ -55,32 +52,26 @@ var table = map[string]facts{
 		},
 	},
 	"MXJob": {
-		typeKey: "mxReplicaType", portKey: "port", defaultPort: v1beta1.DefaultMXPort,
 		deciders: []string{"SCHEDULER"},
 		decides:  "the SCHEDULER decides (MXNet's scheduler exits once every worker has finished)",
 		list:     mxList,
 		kubeflow: &kubeflowKind{
 			kind: "MXJob", versions: []string{"v1", "v1beta1", "v1alpha2"}, specsKey: "mxReplicaSpecs",
 			types:    []kubeflowType{{"Scheduler", "SCHEDULER"}, {"Server", "SERVER"}, {"Worker", "WORKER"}},
-			portName: "mxjob-port", port: v1beta1.DefaultMXPort, restartPolicy: v1beta1.RestartPolicyNever,
+			portName: "mxjob-port", port: 9091, restartPolicy: v1beta1.RestartPolicyNever,
 			checkSpec: kubeflowJobMode,
 			otherMode: otherMode{types: []string{"TunerTracker", "TunerServer", "Tuner"},
 				why: "is a replica of jobMode MXTune, TVM auto-tuning, which mlkube does not run: an MXJob trains, with Scheduler, Server and Worker replicas"},
 		},
 	},
 	"PyTorchJob": {
-		typeKey: "pytorchReplicaType", portKey: "port", defaultPort: v1beta1.DefaultPyTorchPort,
 		deciders: []string{"MASTER"},
 		decides:  "the MASTER (rank 0) decides",
-		list: listKind{
-			keys:            listKeys{specs: []string{"replicaSpecs"}, typ: []string{"pytorchReplicaType"}, port: []string{"port"}},
-			forms:           []listForm{todaysForm("PyTorchJob", v1beta1.DefaultPyTorchPort)},
-			missingTemplate: "every replica group needs the pod it runs",
-		},
+		list:     todaysList,
 		kubeflow: &kubeflowKind{
 			kind: "PyTorchJob", versions: []string{"v1", "v1beta2", "v1beta1", "v1alpha2"}, specsKey: "pytorchReplicaSpecs",
 			types:    []kubeflowType{{"Master", "MASTER"}, {"Worker", "WORKER"}},
-			portName: "pytorchjob-port", port: v1beta1.DefaultPyTorchPort, restartPolicy: v1beta1.RestartPolicyOnFailure,
+			portName: "pytorchjob-port", port: 23456, restartPolicy: v1beta1.RestartPolicyOnFailure,
 			dropped: []droppedField{
 				{key: "elasticPolicy", why: "mlkube runs a fixed number of replicas, one node each: torchrun's elastic rendezvous " +
 					"(minReplicas, maxReplicas, rdzvBackend, maxRestarts, metrics) has no equivalent; the job's replicas are the groups' replicas"},
@@ -90,20 +81,15 @@ var table = map[string]facts{
 		},
 	},
 	"JAXJob": {
-		typeKey: "jaxReplicaType", portKey: "port", defaultPort: v1beta1.DefaultJAXPort,
 		deciders: []string{"WORKER"},
 		decides:  "worker 0 (JAX process 0, the coordinator) decides",
-		list: listKind{
-			keys:            listKeys{specs: []string{"replicaSpecs"}, typ: []string{"jaxReplicaType"}, port: []string{"port"}},
-			forms:           []listForm{todaysForm("JAXJob", v1beta1.DefaultJAXPort)},
-			missingTemplate: "every replica group needs the pod it runs",
-		},
+		list:     todaysList,
 		// Kubeflow's JAXJob (training-operator v1.9, kubeflow.org/v1 only): one replica type,
 		// Worker; the jax container's port named jaxjob-port, else 6666; restartPolicy Never.
 		kubeflow: &kubeflowKind{
 			kind: "JAXJob", versions: []string{"v1"}, specsKey: "jaxReplicaSpecs",
 			types:    []kubeflowType{{"Worker", "WORKER"}},
-			portName: "jaxjob-port", port: v1beta1.DefaultJAXPort, restartPolicy: v1beta1.RestartPolicyNever,
+			portName: "jaxjob-port", port: 6666, restartPolicy: v1beta1.RestartPolicyNever,
 		},
 	},
 }
@@ -111,12 +97,20 @@ var table = map[string]facts{
 // jobKinds are today's kinds with their facts, in v1beta1.Kinds' order.
 var jobKinds = kinds()
 
+// kinds joins each kind of v1beta1's table with its facts, completing its list form with what
+// the table says of today's kind: the keys of a group's type and port come first among their
+// spellings, and a list form that reads today's API (todays) gets todaysForm.
 func kinds() []*jobKind {
 	var out []*jobKind
 	for _, k := range v1beta1.Kinds {
 		f, ok := table[k.Name]
 		if !ok {
 			panic(fmt.Sprintf("convert: no facts for %s: add it to the table in kinds.go", k.Name))
+		}
+		f.list.keys.typ = append([]string{k.TypeField}, f.list.keys.typ...)
+		f.list.keys.port = append([]string{k.PortField}, f.list.keys.port...)
+		if f.list.todays {
+			f.list.forms = append(slices.Clip(f.list.forms), todaysForm(k))
 		}
 		out = append(out, &jobKind{Kind: k, facts: f})
 	}
@@ -144,6 +138,14 @@ func (k *jobKind) decider(types []string) string {
 	return ""
 }
 
+// todaysList is the list form of a kind that had no other: today's API, read when a manifest is
+// not quite in today's form.
+var todaysList = listKind{
+	keys:            listKeys{specs: []string{"replicaSpecs"}},
+	todays:          true,
+	missingTemplate: "every replica group needs the pod it runs",
+}
+
 // tfList is TfJob's list form: the first TensorFlow operator's mlkube.io/v1beta1 of 2017 (first
 // in snake_case, then camelCase) and its successors, tensorflow.org/v1alpha1 and Kubeflow's
 // kubeflow.org/v1alpha1. Manifests of that time mixed the spellings (Kubeflow's own README had
@@ -153,8 +155,8 @@ func (k *jobKind) decider(types []string) string {
 // spec.tfImage. The types were MASTER, WORKER and PS, spelled as today's.
 var tfList = listKind{
 	keys: listKeys{
-		specs: []string{"replicaSpecs", "replica_specs"}, typ: []string{"tfReplicaType", "tf_replica_type"},
-		port: []string{"tfPort", "tf_port"}, image: []string{"tfImage", "tf_image"},
+		specs: []string{"replicaSpecs", "replica_specs"}, typ: []string{"tf_replica_type"},
+		port: []string{"tf_port"}, image: []string{"tfImage", "tf_image"},
 		terminationPolicy: []string{"terminationPolicy", "termination_policy"},
 		replicaName:       []string{"replicaName", "replica_name"}, replicaIndex: []string{"replicaIndex", "replica_index"},
 		ignored: []string{"IsDefaultPS", "isDefaultPS", "is_default_ps"},
@@ -175,7 +177,7 @@ func tfForm(apiVersion, kind string, snakeCase bool) listForm {
 	}
 	return listForm{
 		apiVersion: apiVersion, kind: kind, snakeCase: snakeCase, from: from, operator: "the old operators",
-		defaultType: "MASTER", portKey: "tfPort", defaultPort: v1beta1.DefaultTfPort,
+		defaultType: "MASTER", portKey: "tfPort", defaultPort: 2222,
 	}
 }
 
@@ -194,8 +196,8 @@ func tfForm(apiVersion, kind string, snakeCase bool) listForm {
 // Every spelling of the port is read in every form: manifests were copied between the two.
 var mxList = listKind{
 	keys: listKeys{
-		specs: []string{"replicaSpecs"}, typ: []string{"mxReplicaType"},
-		port: []string{"port", "mxPort", "PsRootPort", "psRootPort"}, image: []string{"mxImage"},
+		specs: []string{"replicaSpecs"},
+		port:  []string{"mxPort", "PsRootPort", "psRootPort"}, image: []string{"mxImage"},
 		terminationPolicy: []string{"terminationPolicy"}, replicaName: []string{"replicaName"}, replicaIndex: []string{"replicaIndex"},
 	},
 	forms: []listForm{{
@@ -204,7 +206,8 @@ var mxList = listKind{
 	}, {
 		apiVersion: "kubeflow.org/v1alpha1", kind: "MXJob", from: "kubeflow.org/v1alpha1 MXJob", operator: "Kubeflow's v1alpha1 operator",
 		portKey: "PsRootPort", defaultPort: 9091, defaultType: "WORKER", decider: "WORKER",
-	}, todaysForm("MXJob", v1beta1.DefaultMXPort)},
+	}},
+	todays:          true,
 	missingTemplate: "every replica group needs the pod it runs (the old MXJob operators required one too)",
 	extra:           listJobMode,
 }

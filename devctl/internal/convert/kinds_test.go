@@ -39,11 +39,11 @@ func TestEveryKindHasFacts(t *testing.T) {
 			if err := crdvalidate.Default(job); err != nil {
 				t.Fatal(err)
 			}
-			if g := job.Groups(); len(g) != 1 || g[0].Type != typ || g[0].Replicas != 1 || g[0].Port != k.defaultPort {
-				t.Errorf("%s: groups %+v, want one %s of port %d", k.Name, g, typ, k.defaultPort)
+			if g := job.Groups(); len(g) != 1 || g[0].Type != typ || g[0].Replicas != 1 || g[0].Port != k.DefaultPort {
+				t.Errorf("%s: groups %+v, want one %s of port %d", k.Name, g, typ, k.DefaultPort)
 			}
 			for _, e := range crdvalidate.ValidateAll(job) {
-				if e.Field == "spec.replicaSpecs[0]."+k.typeKey {
+				if e.Field == "spec.replicaSpecs[0]."+k.TypeField {
 					t.Errorf("%s: %s", k.Name, crdvalidate.Line(e))
 				}
 			}

@@ -28,7 +28,7 @@ type kubeflowKind struct {
 	// types are Kubeflow's replica types, in the order the converted job lists them.
 	types []kubeflowType
 	// portName names the framework container's port that Kubeflow took the port from; port is
-	// Kubeflow's default port.
+	// Kubeflow's default port (Kubeflow's own: that today's kind has the same is no matter here).
 	portName string
 	port     int32
 	// restartPolicy is Kubeflow's default for a group without one.
@@ -113,7 +113,7 @@ func fromKubeflow(docMap map[string]any, k *jobKind, from string) (*Result, erro
 		g.typ = kt.typ
 		var portAt string
 		if g.port, portAt = kubeflowPort(&g.template, k.Container, kf.portName, kf.port); portAt != "" {
-			g.came(k.portKey, g.from["template"]+portAt)
+			g.came(k.PortField, g.from["template"]+portAt)
 		}
 		if defaulted {
 			byDefault = append(byDefault, specs.at(key))

@@ -32,10 +32,15 @@ type listKind struct {
 	missingTemplate string
 	// extra reads the spec fields only this kind's list form had (MXJob's jobMode).
 	extra func(r *listRead) error
+	// todays: a manifest of today's API that is not quite in today's form is read in the list
+	// form too (kinds adds the kind's todaysForm to forms).
+	todays bool
 }
 
 // listKeys are a list form's spellings of its keys. The first is today's, or the camelCase of
 // 2017; a second is the snake_case of 2017 (the other spellings of the port are the forms').
+// The table in kinds.go leaves out today's keys of a group's type and port: kinds puts the
+// kind's own (v1beta1.Kind.TypeField and PortField) first.
 type listKeys struct {
 	specs, typ, port []string
 	// image is the job-wide image (tfImage), which ran what had no template of its own.
@@ -71,11 +76,11 @@ type listForm struct {
 
 // todaysForm is the list form of today's API for a kind, read when a manifest is not quite in
 // today's form.
-func todaysForm(kind string, port int32) listForm {
+func todaysForm(k *v1beta1.Kind) listForm {
 	return listForm{
-		apiVersion: v1beta1.GroupVersion.String(), kind: kind,
-		from:    v1beta1.GroupVersion.String() + " " + kind + " (not in today's form)",
-		portKey: "port", defaultPort: port,
+		apiVersion: v1beta1.GroupVersion.String(), kind: k.Name,
+		from:    v1beta1.GroupVersion.String() + " " + k.Name + " (not in today's form)",
+		portKey: k.PortField, defaultPort: k.DefaultPort,
 	}
 }
 
@@ -153,8 +158,8 @@ func fromList(docMap map[string]any, k *jobKind, form *listForm) (*Result, error
 	if len(r.groups) == 0 {
 		return nil, fmt.Errorf("%s: every group has replicas: 0, which leaves a job of nothing to run", groupsPath)
 	}
-	if len(defaultPort) > 0 && form.defaultPort != k.defaultPort {
-		w.add("%s: no %s, so %d, %s default (today's %s's own is %d)", joinAnd(defaultPort), form.portKey, form.defaultPort, possessive(form.operator), k.Name, k.defaultPort)
+	if len(defaultPort) > 0 && form.defaultPort != k.DefaultPort {
+		w.add("%s: no %s, so %d, %s default (today's %s's own is %d)", joinAnd(defaultPort), form.portKey, form.defaultPort, possessive(form.operator), k.Name, k.DefaultPort)
 	}
 	if form.warn != nil {
 		form.warn(r)
@@ -232,7 +237,7 @@ func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulte
 		r.w.add("%s has no %s: it is a %s, %s default", path, key, g.typ, possessive(form.operator))
 	default:
 		g.typ = typ
-		g.came(k.typeKey, typPath)
+		g.came(k.TypeField, typPath)
 	}
 
 	// No old operator had a restartPolicy in a group, but a manifest half-way to today's may.
@@ -243,11 +248,11 @@ func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulte
 	if port, portPath, ok, err := f.integer(keys.port...); err != nil {
 		return g, false, false, err
 	} else if ok {
-		if g.port, err = k.int32Field(port, portPath, "spec.replicaSpecs[0]."+k.portKey, true); err != nil {
+		if g.port, err = k.int32Field(port, portPath, "spec.replicaSpecs[0]."+k.PortField, true); err != nil {
 			return g, false, false, err
 		}
 		portDefaulted = false
-		g.came(k.portKey, portPath)
+		g.came(k.PortField, portPath)
 	}
 	f.lookup(keys.ignored...)
 

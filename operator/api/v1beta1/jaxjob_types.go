@@ -19,10 +19,6 @@ const (
 // exit code decides the replica's outcome (Kubeflow's JAXJobDefaultContainerName).
 const JAXContainerName = "jax"
 
-// DefaultJAXPort is the port worker 0's coordination service listens on when port is unset
-// (Kubeflow's JAXJobDefaultPort).
-const DefaultJAXPort int32 = 6666
-
 // JAXReplicaSpec is the replica group of a JAXJob.
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'jax')",message="template.spec.containers needs a container named 'jax': it gets COORDINATOR_ADDRESS, PROCESS_ID and the rest, and its exit code decides the replica's outcome"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
@@ -119,13 +115,17 @@ type JAXJobList struct {
 	Items           []JAXJob `json:"items"`
 }
 
-func init() {
-	addKind(&Kind{Name: "JAXJob", Plural: "jaxjobs", Container: JAXContainerName, TypeField: "jaxReplicaType", PortField: "port",
-		Types: []string{string(JAXReplicaWorker)},
-		Order: 4,
-		New:   func() Job { return &JAXJob{} }, NewList: func() List { return &JAXJobList{} }},
-		&JAXJob{}, &JAXJobList{})
+// jaxJobKind is JAXJob in the kinds table.
+var jaxJobKind = &Kind{
+	Name: "JAXJob", Plural: "jaxjobs", Container: JAXContainerName, TypeField: "jaxReplicaType", PortField: "port",
+	Types: []string{string(JAXReplicaWorker)},
+	// Worker 0's coordination service listens on it when port is unset (Kubeflow's JAXJobDefaultPort).
+	DefaultPort: 6666,
+	Order:       4,
+	New:         func() Job { return &JAXJob{} }, NewList: func() List { return &JAXJobList{} },
 }
+
+func init() { addKind(jaxJobKind, &JAXJob{}, &JAXJobList{}) }
 
 // Groups lists the replica groups, defaults applied.
 func (j *JAXJob) Groups() []ReplicaGroup {
@@ -133,7 +133,7 @@ func (j *JAXJob) Groups() []ReplicaGroup {
 	for i := range j.Spec.ReplicaSpecs {
 		rs := &j.Spec.ReplicaSpecs[i]
 		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.JAXReplicaType), Replicas: max(rs.Replicas, 1), Port: rs.Port,
-			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultJAXPort))
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, jaxJobKind.DefaultPort))
 	}
 	return out
 }

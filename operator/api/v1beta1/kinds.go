@@ -58,6 +58,10 @@ type Kind struct {
 	TypeField string
 	// PortField is the field of a replica group that holds its port: tfPort.
 	PortField string
+	// DefaultPort is the port of a replica group that leaves PortField unset: 2222. The CRD
+	// defaults the field to it through a +kubebuilder:default marker, which cannot read Go
+	// values; TestEachCRDMatchesItsGoTypes (operator/config) holds the two together.
+	DefaultPort int32
 	// Types are the replica types, as the CRD's enum lists them; the first decides a job that
 	// has it (the framework's Decider says when).
 	Types []string

@@ -19,10 +19,6 @@ const (
 // decides the replica's outcome.
 const MXContainerName = "mxnet"
 
-// DefaultMXPort is the port each replica listens on when port is unset; the scheduler's is
-// DMLC_PS_ROOT_PORT.
-const DefaultMXPort int32 = 9091
-
 // MXReplicaSpec is one replica group of an MXJob.
 // +kubebuilder:validation:XValidation:rule="self.mxReplicaType != 'SCHEDULER' || self.replicas == 1",message="the SCHEDULER group has exactly one replica: set replicas: 1"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'mxnet')",message="template.spec.containers needs a container named 'mxnet': it gets the DMLC_* env and its exit code decides the replica's outcome"
@@ -117,13 +113,17 @@ type MXJobList struct {
 	Items           []MXJob `json:"items"`
 }
 
-func init() {
-	addKind(&Kind{Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType", PortField: "port",
-		Types: []string{string(MXReplicaScheduler), string(MXReplicaServer), string(MXReplicaWorker)},
-		Order: 2,
-		New:   func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} }},
-		&MXJob{}, &MXJobList{})
+// mxJobKind is MXJob in the kinds table.
+var mxJobKind = &Kind{
+	Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType", PortField: "port",
+	Types: []string{string(MXReplicaScheduler), string(MXReplicaServer), string(MXReplicaWorker)},
+	// Each replica listens on it when port is unset; the scheduler's is DMLC_PS_ROOT_PORT.
+	DefaultPort: 9091,
+	Order:       2,
+	New:         func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} },
 }
+
+func init() { addKind(mxJobKind, &MXJob{}, &MXJobList{}) }
 
 // Groups lists the replica groups, defaults applied.
 func (j *MXJob) Groups() []ReplicaGroup {
@@ -131,7 +131,7 @@ func (j *MXJob) Groups() []ReplicaGroup {
 	for i := range j.Spec.ReplicaSpecs {
 		rs := &j.Spec.ReplicaSpecs[i]
 		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.MXReplicaType), Replicas: max(rs.Replicas, 1), Port: rs.Port,
-			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultMXPort))
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, mxJobKind.DefaultPort))
 	}
 	return out
 }
@@ -139,3 +139,12 @@ func (j *MXJob) Groups() []ReplicaGroup {
 func (j *MXJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
 func (j *MXJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *MXJob) JobStatus() *JobStatus { return &j.Status }
+
+// UnmarshalJSON decodes an MXJob leniently (see decodeJob in unreadable.go).
+func (j *MXJob) UnmarshalJSON(data []byte) (err error) {
+	type plain MXJob
+	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = MXJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
+	return err
+}
+
+func (j *MXJob) Unreadable() string { return j.unreadable }

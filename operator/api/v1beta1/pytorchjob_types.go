@@ -18,9 +18,6 @@ const (
 // and whose exit code decides the replica's outcome.
 const PyTorchContainerName = "pytorch"
 
-// DefaultPyTorchPort is the port the master's rendezvous listens on when port is unset.
-const DefaultPyTorchPort int32 = 23456
-
 // PyTorchReplicaSpec is one replica group of a PyTorchJob.
 // +kubebuilder:validation:XValidation:rule="self.pytorchReplicaType != 'MASTER' || self.replicas == 1",message="the MASTER group has exactly one replica (rank 0): set replicas: 1 (use WORKER for more)"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'pytorch')",message="template.spec.containers needs a container named 'pytorch': it gets MASTER_ADDR, RANK and the rest, and its exit code decides the replica's outcome"
@@ -115,13 +112,17 @@ type PyTorchJobList struct {
 	Items           []PyTorchJob `json:"items"`
 }
 
-func init() {
-	addKind(&Kind{Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType", PortField: "port",
-		Types: []string{string(PyTorchReplicaMaster), string(PyTorchReplicaWorker)},
-		Order: 3,
-		New:   func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} }},
-		&PyTorchJob{}, &PyTorchJobList{})
+// pyTorchJobKind is PyTorchJob in the kinds table.
+var pyTorchJobKind = &Kind{
+	Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType", PortField: "port",
+	Types: []string{string(PyTorchReplicaMaster), string(PyTorchReplicaWorker)},
+	// The master's rendezvous listens on it when port is unset.
+	DefaultPort: 23456,
+	Order:       3,
+	New:         func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} },
 }
+
+func init() { addKind(pyTorchJobKind, &PyTorchJob{}, &PyTorchJobList{}) }
 
 // Groups lists the replica groups, defaults applied.
 func (j *PyTorchJob) Groups() []ReplicaGroup {
@@ -129,7 +130,7 @@ func (j *PyTorchJob) Groups() []ReplicaGroup {
 	for i := range j.Spec.ReplicaSpecs {
 		rs := &j.Spec.ReplicaSpecs[i]
 		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.PyTorchReplicaType), Replicas: max(rs.Replicas, 1), Port: rs.Port,
-			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultPyTorchPort))
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, pyTorchJobKind.DefaultPort))
 	}
 	return out
 }
@@ -137,3 +138,12 @@ func (j *PyTorchJob) Groups() []ReplicaGroup {
 func (j *PyTorchJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
 func (j *PyTorchJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *PyTorchJob) JobStatus() *JobStatus { return &j.Status }
+
+// UnmarshalJSON decodes a PyTorchJob leniently (see decodeJob in unreadable.go).
+func (j *PyTorchJob) UnmarshalJSON(data []byte) (err error) {
+	type plain PyTorchJob
+	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = PyTorchJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
+	return err
+}
+
+func (j *PyTorchJob) Unreadable() string { return j.unreadable }

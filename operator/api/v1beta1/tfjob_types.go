@@ -21,9 +21,6 @@ const (
 // decides the replica's outcome.
 const TfContainerName = "tensorflow"
 
-// DefaultTfPort is the port TensorFlow's gRPC server listens on when tfPort is unset.
-const DefaultTfPort int32 = 2222
-
 // TfReplicaSpec is one replica group: a role, how many pods play it, and the pod to run.
 // +kubebuilder:validation:XValidation:rule="!(self.tfReplicaType in ['MASTER', 'CHIEF']) || self.replicas == 1",message="a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'tensorflow')",message="template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome"
@@ -165,13 +162,17 @@ type TfJobList struct {
 	Items           []TfJob `json:"items"`
 }
 
-func init() {
-	addKind(&Kind{Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType", PortField: "tfPort",
-		Types: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker), string(TfReplicaPS), string(TfReplicaEvaluator)},
-		Order: 1,
-		New:   func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} }},
-		&TfJob{}, &TfJobList{})
+// tfJobKind is TfJob in the kinds table.
+var tfJobKind = &Kind{
+	Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType", PortField: "tfPort",
+	Types: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker), string(TfReplicaPS), string(TfReplicaEvaluator)},
+	// TensorFlow's gRPC server listens on it in each pod when tfPort is unset.
+	DefaultPort: 2222,
+	Order:       1,
+	New:         func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} },
 }
+
+func init() { addKind(tfJobKind, &TfJob{}, &TfJobList{}) }
 
 // Groups lists the replica groups, defaults applied.
 func (j *TfJob) Groups() []ReplicaGroup {
@@ -183,7 +184,7 @@ func (j *TfJob) Groups() []ReplicaGroup {
 			replicas = 1 // unset; a count out of range stays, to be refused as it is
 		}
 		out = append(out, withDefaults(ReplicaGroup{Type: string(rs.TfReplicaType), Replicas: replicas, Port: rs.TfPort,
-			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, DefaultTfPort))
+			RestartPolicy: rs.RestartPolicy, Template: &rs.Template}, tfJobKind.DefaultPort))
 	}
 	return out
 }
@@ -191,3 +192,12 @@ func (j *TfJob) Groups() []ReplicaGroup {
 func (j *TfJob) Policy() RunPolicy     { return j.Spec.RunPolicy }
 func (j *TfJob) SetSuspend(s bool)     { j.Spec.RunPolicy.Suspend = &s }
 func (j *TfJob) JobStatus() *JobStatus { return &j.Status }
+
+// UnmarshalJSON decodes a TfJob leniently (see decodeJob in unreadable.go).
+func (j *TfJob) UnmarshalJSON(data []byte) (err error) {
+	type plain TfJob
+	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = TfJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
+	return err
+}
+
+func (j *TfJob) Unreadable() string { return j.unreadable }

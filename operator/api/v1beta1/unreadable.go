@@ -14,6 +14,8 @@ import (
 // stop every other job of that kind in the cluster. So a job decodes leniently: what cannot be
 // read leaves the job with its metadata (and its status, when that reads), an empty spec, and
 // Unreadable saying which field. Readers must check Unreadable before they act on the spec.
+// Each kind's UnmarshalJSON and Unreadable, beside its type in its _types.go, do it through
+// decodeJob below.
 
 // decodeJob decodes data into whole, a job's plain type (one without this UnmarshalJSON). When
 // the job cannot be read whole, it keeps what can be (type, metadata, status) in the job's
@@ -66,28 +68,3 @@ func describeDecodeError(err error) string {
 
 // UnreadableHint is what a user can do about an unreadable job.
 const UnreadableHint = "this mlkube cannot act on the job: set the field to a value its CRD allows (kubectl edit), or delete the job and create it again"
-
-// UnmarshalJSON decodes a TfJob leniently (see decodeJob).
-func (j *TfJob) UnmarshalJSON(data []byte) (err error) {
-	type plain TfJob
-	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = TfJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
-	return err
-}
-
-// UnmarshalJSON decodes an MXJob leniently (see decodeJob).
-func (j *MXJob) UnmarshalJSON(data []byte) (err error) {
-	type plain MXJob
-	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = MXJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
-	return err
-}
-
-// UnmarshalJSON decodes a PyTorchJob leniently (see decodeJob).
-func (j *PyTorchJob) UnmarshalJSON(data []byte) (err error) {
-	type plain PyTorchJob
-	j.unreadable, err = decodeJob(data, (*plain)(j), func() { *j = PyTorchJob{} }, &j.TypeMeta, &j.ObjectMeta, &j.Status)
-	return err
-}
-
-func (j *TfJob) Unreadable() string      { return j.unreadable }
-func (j *MXJob) Unreadable() string      { return j.unreadable }
-func (j *PyTorchJob) Unreadable() string { return j.unreadable }
