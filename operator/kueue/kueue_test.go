@@ -142,6 +142,7 @@ func TestQueuedJobRunsOnlyWhenAdmitted(t *testing.T) {
 	for _, fw := range operator.Frameworks {
 		k := jobtest.KindOf(fw)
 		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			ns := jobtest.Namespace(t)
 			queues(t, ns)
