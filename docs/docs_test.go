@@ -301,6 +301,10 @@ func passedThrough() map[string]bool {
 		out[r] = true
 	}
 	out[corev1.PodReasonUnschedulable] = true
+	// Kueue's verdict on a queued job, which the engine shows (operator/kueue gives it).
+	for _, r := range replicajob.QueueReasons {
+		out[r] = true
+	}
 	// Waiting reasons of the kubelet's own (pkg/kubelet/images and kuberuntime), as a pod's
 	// container status gives them.
 	for _, r := range []string{"ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff", "InvalidImageName"} {

@@ -40,7 +40,7 @@ func (w Waits) Wait(ctx context.Context, k *v1beta1.Kind, job v1beta1.Job) (stri
 	case client.IgnoreNotFound(err) != nil:
 		return "", "", err
 	default:
-		return "Queued", fmt.Sprintf("waiting for Kueue: the job names %s (label %s), which namespace %s does not have: "+
+		return replicajob.ReasonQueued, fmt.Sprintf("waiting for Kueue: the job names %s (label %s), which namespace %s does not have: "+
 			"create it, or name an existing one (kubectl get localqueues -n %s)", where, replicajob.QueueLabel, job.GetNamespace(), job.GetNamespace()), nil
 	}
 	var list kueue.WorkloadList
@@ -50,22 +50,22 @@ func (w Waits) Wait(ctx context.Context, k *v1beta1.Kind, job v1beta1.Job) (stri
 	}
 	wl := current(&list, job)
 	if wl == nil {
-		return "Queued", fmt.Sprintf("queued in %s: waiting for Kueue to take the job in (its Workload is not made yet)", where), nil
+		return replicajob.ReasonQueued, fmt.Sprintf("queued in %s: waiting for Kueue to take the job in (its Workload is not made yet)", where), nil
 	}
 	conds := wl.Status.Conditions
 	if c := apimeta.FindStatusCondition(conds, kueue.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
-		return "Evicted", fmt.Sprintf("evicted by Kueue from %s (%s): %s; its pods are deleted and it waits to be admitted again", where, c.Reason, c.Message), nil
+		return replicajob.ReasonEvicted, fmt.Sprintf("evicted by Kueue from %s (%s): %s; its pods are deleted and it waits to be admitted again", where, c.Reason, c.Message), nil
 	}
 	if c := apimeta.FindStatusCondition(conds, kueue.WorkloadRequeued); c != nil && c.Status == metav1.ConditionFalse {
-		return "Evicted", fmt.Sprintf("evicted by Kueue from %s, and held back before it is queued again (%s): %s", where, c.Reason, c.Message), nil
+		return replicajob.ReasonEvicted, fmt.Sprintf("evicted by Kueue from %s, and held back before it is queued again (%s): %s", where, c.Reason, c.Message), nil
 	}
 	if apimeta.IsStatusConditionTrue(conds, kueue.WorkloadAdmitted) {
-		return "Admitted", fmt.Sprintf("admitted by Kueue in %s: starting", where), nil
+		return replicajob.ReasonAdmitted, fmt.Sprintf("admitted by Kueue in %s: starting", where), nil
 	}
 	if c := apimeta.FindStatusCondition(conds, kueue.WorkloadQuotaReserved); c != nil && c.Message != "" {
-		return "Queued", fmt.Sprintf("queued in %s, waiting for quota: %s", where, c.Message), nil
+		return replicajob.ReasonQueued, fmt.Sprintf("queued in %s, waiting for quota: %s", where, c.Message), nil
 	}
-	return "Queued", fmt.Sprintf("queued in %s: Kueue has not decided yet (Workload %s)", where, wl.Name), nil
+	return replicajob.ReasonQueued, fmt.Sprintf("queued in %s: Kueue has not decided yet (Workload %s)", where, wl.Name), nil
 }
 
 // current is the job's Workload that is not finished, the newest if several (a job re-queued

@@ -20,11 +20,21 @@ import (
 // QueueLabel names the LocalQueue a job waits in (Kueue's label).
 const QueueLabel = constants.QueueLabel
 
+// The reasons of a queued job's Suspended and Running conditions: Kueue's verdict.
+const (
+	ReasonQueued   = "Queued"   // waiting to be admitted (for quota, for its LocalQueue, ...)
+	ReasonEvicted  = "Evicted"  // admitted once, evicted (preempted, pods not ready in time), waiting again
+	ReasonAdmitted = "Admitted" // admitted; resuming
+)
+
+// QueueReasons are the reasons a Queue gives.
+var QueueReasons = []string{ReasonQueued, ReasonEvicted, ReasonAdmitted}
+
 // Queue is what a queueing system says of a job that waits for it (operator/kueue plugs in
 // Kueue's Workloads here).
 type Queue interface {
-	// Wait says why job, of kind k, is suspended in the queue: the reason (one word, for the
-	// Suspended condition) and the message a user reads, which names the queue and what it
+	// Wait says why job, of kind k, is suspended in the queue: the reason (one of
+	// QueueReasons, for the Suspended condition) and the message a user reads, which names the queue and what it
 	// waits on.
 	Wait(ctx context.Context, k *v1beta1.Kind, job v1beta1.Job) (reason, message string, err error)
 	// Object is the queue's own object for a job (a Workload), which the job owns: the engine
@@ -50,7 +60,7 @@ func (e *Reconciler) observeQueue(ctx context.Context, job v1beta1.Job) (*queued
 		return nil, nil // the user's own suspend or resume: nothing waits for Kueue
 	}
 	if e.Queue == nil {
-		q.reason = "Queued"
+		q.reason = ReasonQueued
 		q.message = fmt.Sprintf("labelled for Kueue's LocalQueue %q (%s), but this operator runs without its Kueue integration (--kueue), so nothing admits the job: "+
 			"remove the label, or set runPolicy.suspend: false to run it without Kueue", name, QueueLabel)
 		return q, nil
