@@ -29,6 +29,9 @@ import (
 // whose pods never start. At the end the operator runs without --kueue again, as the other
 // tests expect.
 func TestKueue(t *testing.T) {
+	// Once the other tests on the suite's cluster are done (they expect no Kueue), beside
+	// TestAcrossNodes.
+	t.Parallel()
 	c, _ := clusterClient(t)
 	ctx := context.Background()
 	out, took, err := run(t, "up", "--name", name, "--kueue", "--kueue-pods-ready-timeout=40s")
@@ -79,6 +82,26 @@ func TestKueue(t *testing.T) {
 		}
 	})
 
+	// Three at once, each in queues of its own: quota then preemption in e2e-small, the job that
+	// never starts and the four kinds in devctl's ClusterQueue mlkube.
+	t.Run("scenarios", func(t *testing.T) {
+		t.Run("e2e-small", func(t *testing.T) {
+			t.Parallel()
+			quotaThenPreemption(t, c, ns)
+		})
+		t.Run("waitForPodsReady: a job whose pods cannot start is evicted and requeued", func(t *testing.T) {
+			t.Parallel()
+			podsNeverReady(t, c, ns)
+		})
+		t.Run("every kind is admitted and runs to success", func(t *testing.T) {
+			t.Parallel()
+			everyKind(t, c, ns)
+		})
+	})
+}
+
+func quotaThenPreemption(t *testing.T, c client.Client, ns string) {
+	ctx := context.Background()
 	t.Run("quota: the second job waits, saying why, and runs when the first ends", func(t *testing.T) {
 		first := startDevctl(t, "run", queuedJob(t, "first", "small", "", "--step-delay=200ms"), "-n", ns)
 		waitPhase(t, c, ns, "first", "running", func(j *v1beta1.TfJob) error {
@@ -161,13 +184,22 @@ func TestKueue(t *testing.T) {
 		}
 	})
 
-	t.Run("waitForPodsReady: a job whose pods cannot start is evicted and requeued", func(t *testing.T) {
+}
+
+// podsNeverReady: a job whose image nobody has is admitted, and evicted once its pods are not
+// ready within devctl's --kueue-pods-ready-timeout.
+func podsNeverReady(t *testing.T, c client.Client, ns string) {
+	ctx := context.Background()
+	lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pull"}}
+	lq.Spec.ClusterQueue = "mlkube" // devctl up --kueue's
+	must(t, c.Create(ctx, lq))
+	{
 		file := manifest(t, `
 apiVersion: mlkube.io/v1beta1
 kind: TfJob
 metadata:
   name: nopull
-  labels: {`+replicajob.QueueLabel+`: small}
+  labels: {`+replicajob.QueueLabel+`: pull}
 spec:
   replicaSpecs:
   - tfReplicaType: WORKER
@@ -188,9 +220,14 @@ spec:
 		})
 		t.Logf("the job whose image nobody has: %s", condition(j, v1beta1.JobSuspended).Message)
 		must(t, c.Delete(ctx, j))
-	})
+	}
+}
 
-	t.Run("every kind is admitted and runs to success", func(t *testing.T) {
+// everyKind: each kind's distributed sample, queued in devctl's ClusterQueue, is admitted and
+// succeeds.
+func everyKind(t *testing.T, c client.Client, ns string) {
+	ctx := context.Background()
+	{
 		big := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}}
 		big.Spec.ClusterQueue = "mlkube" // devctl up --kueue's, the node's capacity
 		must(t, c.Create(ctx, big))
@@ -222,7 +259,7 @@ spec:
 				return fmt.Errorf("no finished Workload of the job")
 			})
 		}
-	})
+	}
 }
 
 // sampleOf is the distributed sample of kind k (samples/<kind>-distributed.yaml).

@@ -38,6 +38,9 @@ import (
 // to; the test checks that those are the peers' pods and that some sit on another node than
 // the replica that called them: the traffic crossed nodes.
 func TestAcrossNodes(t *testing.T) {
+	// Beside TestKueue, once the other tests are done: a cluster of its own, and mostly waiting
+	// on its creation, which would otherwise add two minutes to the suite.
+	t.Parallel()
 	const multi = "mlkube-e2e-multi"
 	// Its own kubeconfig: devctl up makes its cluster the current context, and the other tests
 	// run devctl against the suite's cluster through theirs.
