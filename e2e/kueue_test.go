@@ -26,8 +26,8 @@ import (
 
 // Kueue itself, built from its module by devctl up --kueue, queues, admits and preempts mlkube
 // jobs in the suite's cluster. Its waitForPodsReady timeout is short, for the test of a job
-// whose pods never start. At the end the operator runs without --kueue again, as the other
-// tests expect.
+// whose pods never start. It runs after the suite's other tests, which expect an operator
+// without --kueue, and leaves it on.
 func TestKueue(t *testing.T) {
 	// Once the other tests on the suite's cluster are done (they expect no Kueue), beside
 	// TestAcrossNodes.
@@ -40,11 +40,6 @@ func TestKueue(t *testing.T) {
 	}
 	timing("devctl up --kueue on the running cluster (Kueue built or cached, installed)", took)
 	contains(t, "devctl up --kueue", out, `LocalQueue "default"`)
-	t.Cleanup(func() {
-		if _, _, err := run(t, "up", "--name", name); err != nil {
-			t.Errorf("devctl up (the operator without --kueue again): %v", err)
-		}
-	})
 
 	// The flavor's nodes: the suite's one node, labelled as the flavor says.
 	var nodes corev1.NodeList
