@@ -14,6 +14,7 @@ import (
 
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/config"
 )
 
 // transitionMessages are the messages of a kind's rules on updates to replicaSpecs, as
@@ -23,8 +24,8 @@ type transitionMessages struct{ running, groups, group string }
 
 func transitionMessagesOf(t *testing.T, k *v1beta1.Kind) transitionMessages {
 	t.Helper()
-	var crd apiextensionsv1.CustomResourceDefinition
-	read(t, "crd/bases/"+v1beta1.GroupVersion.Group+"_"+k.Plural+".yaml", &crd)
+	crd, err := config.CRD(k)
+	jobtest.Must(t, err)
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	list := spec.Properties["replicaSpecs"]
 	only := func(rules apiextensionsv1.ValidationRules, what string) string {
