@@ -2,42 +2,26 @@ package main
 
 import (
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/config"
 )
 
-// committed are the CRDs `make generate` wrote, one per kind, as the apiserver's types.
+// committed are the CRDs `make generate` wrote, one per kind, by the kind's name.
 func committed(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "operator", "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(files) != len(v1beta1.Kinds) {
-		t.Fatalf("want a CRD per kind in operator/config/crd/bases, found %v (%v)", files, err)
-	}
 	out := map[string]*apiextensionsv1.CustomResourceDefinition{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, k := range v1beta1.Kinds {
+		crd, err := config.CRD(k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = &crd
+		out[k.Name] = crd
 	}
 	return out
 }
@@ -46,7 +30,7 @@ func committed(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefinitio
 // compared by a rule with GroupMessage or one of Mutable: a field that a newer Kubernetes adds
 // to the pod spec fails this until `make generate` compares it.
 func TestEveryPropertyOfAGroupIsComparedOrMutable(t *testing.T) {
-	for file, crd := range committed(t) {
+	for kind, crd := range committed(t) {
 		for _, v := range crd.Spec.Versions {
 			items := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties["replicaSpecs"].Items.Schema
 			var rules []string
@@ -70,16 +54,16 @@ func TestEveryPropertyOfAGroupIsComparedOrMutable(t *testing.T) {
 			paths = append(paths, sorted(tmpl.Properties["metadata"], "template.metadata.")...)
 			specProps := sorted(tmpl.Properties["spec"], "template.spec.")
 			if len(specProps) < 40 {
-				t.Fatalf("%s: only %d properties under template.spec: %v", file, len(specProps), specProps)
+				t.Fatalf("%s: only %d properties under template.spec: %v", kind, len(specProps), specProps)
 			}
 			paths = append(paths, specProps...)
 			for _, p := range paths {
 				compared := strings.Contains(all, must(same(p)))
 				switch mutable := slices.Contains(Mutable, p); {
 				case compared && mutable:
-					t.Errorf("%s %s: %s is compared, but may change while suspended", file, v.Name, p)
+					t.Errorf("%s %s: %s is compared, but may change while suspended", kind, v.Name, p)
 				case !compared && !mutable:
-					t.Errorf("%s %s: %s is neither compared nor mutable: run make generate", file, v.Name, p)
+					t.Errorf("%s %s: %s is neither compared nor mutable: run make generate", kind, v.Name, p)
 				}
 			}
 		}
@@ -98,66 +82,49 @@ const crdCostLimit = 100_000_000
 // other half to the CRD's other rules. The costs are logged (go test -v). The envtest suites
 // install the CRDs into a real apiserver, which refuses a CRD beyond either limit.
 func TestCostsAreWithinTheAPIServersLimits(t *testing.T) {
-	for file, crd := range committed(t) {
+	for kind, crd := range committed(t) {
 		for _, v := range crd.Spec.Versions {
-			var internal apiextensionsinternal.CustomResourceValidation
-			if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v.Schema, &internal, nil); err != nil {
-				t.Fatal(err)
-			}
-			spec := internal.OpenAPIV3Schema.Properties["spec"]
+			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
 			list := spec.Properties["replicaSpecs"]
 			if list.MaxItems == nil {
-				t.Fatalf("%s: replicaSpecs has no maxItems: each group rule's cost would count once per group a 3 MB request can hold", file)
+				t.Fatalf("%s: replicaSpecs has no maxItems: each group rule's cost would count once per group a 3 MB request can hold", kind)
 			}
 			nodes := []struct {
 				what        string
-				schema      apiextensionsinternal.JSONSchemaProps
+				schema      *apiextensionsv1.JSONSchemaProps
 				cardinality uint64
 			}{
-				{"spec", spec, 1},
-				{"spec.replicaSpecs", list, 1},
-				{"spec.replicaSpecs.items", *list.Items.Schema, uint64(*list.MaxItems)},
+				{"spec", &spec, 1},
+				{"spec.replicaSpecs", &list, 1},
+				{"spec.replicaSpecs.items", list.Items.Schema, uint64(*list.MaxItems)},
 			}
 			var total uint64
 			for _, n := range nodes {
-				for i, c := range compile(t, n.schema) {
-					rule := n.schema.XValidations[i]
+				est, err := newEstimator(n.schema)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rule := range n.schema.XValidations {
 					if !strings.Contains(rule.Rule, "oldSelf") {
 						continue
 					}
-					cost := c.MaxCost * n.cardinality
+					c, err := est.cost(rule.Rule)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cost := c * n.cardinality
 					total += cost
-					t.Logf("%s %s, a rule of %d characters: estimated cost %d x %d = %d", file, n.what, len(rule.Rule), c.MaxCost, n.cardinality, cost)
+					t.Logf("%s %s, a rule of %d characters: estimated cost %d x %d = %d", kind, n.what, len(rule.Rule), c, n.cardinality, cost)
 					if cost > CostLimit/Margin {
-						t.Errorf("%s %s: rule %.60q... costs %d, more than the apiserver's limit %d over Margin", file, n.what, rule.Rule, cost, CostLimit)
+						t.Errorf("%s %s: rule %.60q... costs %d, more than the apiserver's limit %d over Margin", kind, n.what, rule.Rule, cost, CostLimit)
 					}
 				}
 			}
-			t.Logf("%s: the immutability rules' estimated cost %d, %.1f%% of the CRD's limit %d", file, total,
+			t.Logf("%s: the immutability rules' estimated cost %d, %.1f%% of the CRD's limit %d", kind, total,
 				100*float64(total)/crdCostLimit, crdCostLimit)
 			if total > crdCostLimit/2 {
-				t.Errorf("%s: the immutability rules cost %d, more than half the CRD's limit", file, total)
+				t.Errorf("%s: the immutability rules cost %d, more than half the CRD's limit", kind, total)
 			}
 		}
 	}
-}
-
-// compile compiles the rules of a schema node as the apiserver does a new CRD's.
-func compile(t *testing.T, s apiextensionsinternal.JSONSchemaProps) []cel.CompilationResult {
-	t.Helper()
-	structural, err := structuralschema.NewStructural(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	results, err := cel.Compile(structural, model.SchemaDeclType(structural, false), celconfig.PerCallLimit,
-		environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()), cel.NewExpressionsEnvLoader())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range results {
-		if r.Error != nil {
-			t.Fatalf("rule %q: %v", s.XValidations[i].Rule, r.Error)
-		}
-	}
-	return results
 }

@@ -31,17 +31,9 @@ type estimator struct {
 	declType   *apiservercel.DeclType
 }
 
-func newEstimator(node map[string]any) (*estimator, error) {
-	data, err := json.Marshal(node)
-	if err != nil {
-		return nil, err
-	}
-	var v1 apiextensionsv1.JSONSchemaProps
-	if err := json.Unmarshal(data, &v1); err != nil {
-		return nil, err
-	}
+func newEstimator(node *apiextensionsv1.JSONSchemaProps) (*estimator, error) {
 	var internal apiextensionsinternal.JSONSchemaProps
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, &internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(node, &internal, nil); err != nil {
 		return nil, err
 	}
 	s, err := structuralschema.NewStructural(&internal)
@@ -49,6 +41,16 @@ func newEstimator(node map[string]any) (*estimator, error) {
 		return nil, fmt.Errorf("not a structural schema: %w", err)
 	}
 	return &estimator{structural: s, declType: model.SchemaDeclType(s, false)}, nil
+}
+
+// schemaOf is a schema node as the apiserver's types hold it.
+func schemaOf(node map[string]any) (*apiextensionsv1.JSONSchemaProps, error) {
+	data, err := json.Marshal(node)
+	if err != nil {
+		return nil, err
+	}
+	var s apiextensionsv1.JSONSchemaProps
+	return &s, json.Unmarshal(data, &s)
 }
 
 // cost is the estimated cost of one run of rule, which must compile.

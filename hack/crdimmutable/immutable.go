@@ -109,7 +109,11 @@ func immutable(root map[string]any) (*result, error) {
 // pack writes the comparisons of r.compared into as few rules as keep each within budget by
 // the apiserver's estimate, in order.
 func (r *result) pack(item map[string]any, budget uint64) error {
-	est, err := newEstimator(item)
+	s, err := schemaOf(item)
+	if err != nil {
+		return err
+	}
+	est, err := newEstimator(s)
 	if err != nil {
 		return fmt.Errorf("spec.replicaSpecs.items: %w", err)
 	}

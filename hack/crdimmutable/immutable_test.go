@@ -7,45 +7,13 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/hack/internal/crdfile"
 )
 
 // crd is a CRD whose replica groups have the given schema, as controller-gen writes it.
 func crd(list, item string) []byte {
-	var b strings.Builder
-	b.WriteString(`---
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: probes.example.com
-spec:
-  group: example.com
-  names:
-    kind: Probe
-    plural: probes
-  scope: Namespaced
-  versions:
-  - name: v1
-    schema:
-      openAPIV3Schema:
-        properties:
-          spec:
-            properties:
-              replicaSpecs:
-`)
-	indent := func(text, by string) {
-		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-			b.WriteString(by + line + "\n")
-		}
-	}
-	indent(list, "                ")
-	b.WriteString("                items:\n")
-	indent(item, "                  ")
-	b.WriteString(`            type: object
-        type: object
-    served: true
-    storage: true
-`)
-	return []byte(b.String())
+	return crdfile.Sample("replicaSpecs:\n" + crdfile.Indent(strings.TrimSpace(list)+"\nitems:\n"+crdfile.Indent(item, "  "), "  "))
 }
 
 const listMap = `
@@ -121,8 +89,8 @@ x-kubernetes-validations:
   rule: self.replicas < 10
 `
 
-// schemaOf is the replicaSpecs schema of a manifest.
-func schemaOf(t *testing.T, manifest []byte) map[string]any {
+// listOf is the replicaSpecs schema of a manifest.
+func listOf(t *testing.T, manifest []byte) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := yaml.Unmarshal(manifest, &m); err != nil {
@@ -152,7 +120,7 @@ func TestComparesEveryPropertyButTheMutableOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := schemaOf(t, out)
+	list := listOf(t, out)
 	if got, want := rulesOf(list), []string{GroupsMessage + ": self.size() == oldSelf.size() && self.all(g, oldSelf.exists(o, o.probeType == g.probeType))"}; !slices.Equal(got, want) {
 		t.Errorf("the list's rules\n%q\nwant\n%q", got, want)
 	}
@@ -189,7 +157,7 @@ func TestSplitsTheComparisonsToStayWithinTheCostLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := rulesOf(schemaOf(t, out)["items"].(map[string]any))[1:]
+	rules := rulesOf(listOf(t, out)["items"].(map[string]any))[1:]
 	if len(rules) != 4 || len(r.rules) != 4 || len(r.compared) != 7 || r.budget != 625_000 {
 		t.Fatalf("%d rules for %d properties within %d, want 4 within 625000:\n%s", len(rules), len(r.compared), r.budget, strings.Join(rules, "\n"))
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -89,4 +90,45 @@ func rewrite(path string, transform func([]byte) ([]byte, string, error)) (strin
 		return summary, err
 	}
 	return summary, os.WriteFile(path, out, 0o644)
+}
+
+// Sample is a CRD of one version as controller-gen writes it, whose spec has the given
+// properties (YAML, as under `properties:`), for the generators' tests.
+func Sample(specProperties string) []byte {
+	var b strings.Builder
+	b.WriteString(`---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: probes.example.com
+spec:
+  group: example.com
+  names:
+    kind: Probe
+    plural: probes
+  scope: Namespaced
+  versions:
+  - name: v1
+    schema:
+      openAPIV3Schema:
+        properties:
+          spec:
+            properties:
+`)
+	b.WriteString(Indent(specProperties, "              "))
+	b.WriteString(`            type: object
+        type: object
+    served: true
+    storage: true
+`)
+	return []byte(b.String())
+}
+
+// Indent puts by before each line of text, leaving out its leading and trailing blank lines.
+func Indent(text, by string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		b.WriteString(by + line + "\n")
+	}
+	return b.String()
 }
