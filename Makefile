@@ -19,6 +19,9 @@ generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and mark
 	$(GO) tool controller-gen crd:generateEmbeddedObjectMeta=true paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	@# The apiserver ignores `format: int32`: every integer gets the bounds its Go type can hold.
 	$(GO) run ./hack/crdbounds operator/config/crd/bases/*.yaml
+	@# Replica groups stay as created, but for what Kueue changes while a job is suspended: rules
+	@# comparing every other property of the schema (a field Kubernetes adds is compared too).
+	$(GO) run ./hack/crdimmutable operator/config/crd/bases/*.yaml
 	$(GO) tool controller-gen rbac:roleName=mlkube-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
 	@# The Helm chart's CRDs and the operator's RBAC rules are copies of the above, never edited.
 	hack/chart-files.sh

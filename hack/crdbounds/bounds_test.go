@@ -5,40 +5,12 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/hack/internal/crdfile"
 )
 
 // crd is a CRD whose spec holds the given properties, as controller-gen writes it.
-func crd(properties string) []byte {
-	var b strings.Builder
-	b.WriteString(`---
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: probes.example.com
-spec:
-  group: example.com
-  names:
-    kind: Probe
-    plural: probes
-  scope: Namespaced
-  versions:
-  - name: v1
-    schema:
-      openAPIV3Schema:
-        properties:
-          spec:
-            properties:
-`)
-	for _, line := range strings.Split(strings.TrimSpace(properties), "\n") {
-		b.WriteString("              " + line + "\n")
-	}
-	b.WriteString(`            type: object
-        type: object
-    served: true
-    storage: true
-`)
-	return []byte(b.String())
-}
+func crd(properties string) []byte { return crdfile.Sample(properties) }
 
 func TestBoundsEveryIntegerByItsFormatAndKeepsTighterOnes(t *testing.T) {
 	in := crd(`

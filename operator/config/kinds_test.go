@@ -83,21 +83,3 @@ func TestEachKindsRules(t *testing.T) {
 		}
 	}
 }
-
-// replicaSpecs cannot change once a job exists, whatever its kind: its running replicas were
-// told the cluster's shape.
-func TestReplicaSpecsAreImmutable(t *testing.T) {
-	ns := jobtest.Namespace(t)
-	for _, fw := range operator.Frameworks {
-		t.Run(fw.Kind().Name, func(t *testing.T) {
-			job := jobOf(t, fw, ns, strings.ToLower(fw.Kind().Name)+"-immutable", func(s []any) []any { return s })
-			jobtest.Must(t, jobtest.Client.Create(context.Background(), job))
-			specs, _, _ := unstructured.NestedSlice(job.Object, "spec", "replicaSpecs")
-			specs[len(specs)-1].(map[string]any)["replicas"] = int64(4)
-			jobtest.Must(t, unstructured.SetNestedSlice(job.Object, specs, "spec", "replicaSpecs"))
-			if err := jobtest.Client.Update(context.Background(), job); err == nil || !strings.Contains(err.Error(), "replicaSpecs cannot change once the job exists") {
-				t.Errorf("changing replicas: %v", err)
-			}
-		})
-	}
-}

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +35,6 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/features"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/config"
@@ -83,18 +81,11 @@ func crdOf(k *v1beta1.Kind) (*crd, error) {
 // it (customresource_handler.go): the structural schema with its defaults pruned, the OpenAPI
 // validator and the CEL validator with every rule compiled.
 func load(k *v1beta1.Kind) (*crd, error) {
-	file := "crd/bases/" + v1beta1.GroupVersion.Group + "_" + k.Plural + ".yaml"
-	data, err := fs.ReadFile(config.FS, file)
+	def, err := config.CRD(k)
 	if err != nil {
-		return nil, fmt.Errorf("the %s CRD: %w (run make generate)", k.Name, err)
+		return nil, err
 	}
-	var def apiextensionsv1.CustomResourceDefinition
-	if err := yaml.Unmarshal(data, &def); err != nil {
-		return nil, fmt.Errorf("operator/config/%s: %w", file, err)
-	}
-	if def.Spec.Names.Kind != k.Name {
-		return nil, fmt.Errorf("operator/config/%s is the CRD of %s, not %s", file, def.Spec.Names.Kind, k.Name)
-	}
+	file := config.CRDFile(k)
 	var version *apiextensionsv1.CustomResourceDefinitionVersion
 	for i := range def.Spec.Versions {
 		if def.Spec.Versions[i].Name == v1beta1.GroupVersion.Version {

@@ -3,7 +3,6 @@ package replicajob_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -123,10 +122,8 @@ func TestWhateverIsStoredTheOperatorServesTheRest(t *testing.T) {
 // specSchema is the schema of the spec of kind k, from its CRD as generated.
 func specSchema(t *testing.T, k *v1beta1.Kind) *apiextensionsv1.JSONSchemaProps {
 	t.Helper()
-	data, err := fs.ReadFile(config.FS, "crd/bases/"+v1beta1.GroupVersion.Group+"_"+k.Plural+".yaml")
+	crd, err := config.CRD(k)
 	must(t, err)
-	var crd apiextensionsv1.CustomResourceDefinition
-	must(t, yaml.Unmarshal(data, &crd))
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	return &spec
 }

@@ -2,10 +2,13 @@ package replicajob_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -156,5 +159,62 @@ func TestSuspendRunningJobAndResume(t *testing.T) {
 	j = waitJob(t, ns, "pause", "done", inState(v1beta1.JobStateSucceeded, v1beta1.JobPhaseDone))
 	if j.Status.Restarts != 1 {
 		t.Errorf("restarts %d at the end, want the 1 from before the suspension", j.Status.Restarts)
+	}
+}
+
+// Kueue admits a suspended job by setting where its pods run (a node selector and tolerations
+// for the flavor, a label of its own) in the update that resumes it, and evicts it by suspending
+// it and putting them back in one update: the pods created after each are the templates' as they
+// are then.
+func TestKueuesChangesReachThePods(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	ctx := context.Background()
+	job := standardJob(ns, "admitted")
+	job.Spec.RunPolicy.Suspend = ptr.To(true)
+	must(t, k8s.Create(ctx, job))
+	waitJob(t, ns, "admitted", "suspended", func(j *v1beta1.TfJob) error {
+		if j.Status.Phase != v1beta1.JobPhaseSuspended {
+			return errorf("phase %s", j.Status.Phase)
+		}
+		return nil
+	})
+
+	toleration := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	admit := func(on bool) {
+		must(t, retry(func() error {
+			j := getJob(t, ns, "admitted")
+			for i := range j.Spec.ReplicaSpecs {
+				tmpl := &j.Spec.ReplicaSpecs[i].Template
+				tmpl.Labels, tmpl.Spec.NodeSelector, tmpl.Spec.Tolerations = nil, nil, nil
+				if on {
+					tmpl.Labels = map[string]string{"kueue.x-k8s.io/podset": "main"}
+					tmpl.Spec.NodeSelector = map[string]string{"cloud.example.com/pool": "a100"}
+					tmpl.Spec.Tolerations = []corev1.Toleration{toleration}
+				}
+			}
+			j.Spec.RunPolicy.Suspend = ptr.To(!on)
+			return k8s.Update(ctx, j)
+		}))
+	}
+	admit(true)
+	for name, p := range waitPods(t, ns, podNames("admitted")...) {
+		if p.Spec.NodeSelector["cloud.example.com/pool"] != "a100" || !slices.Contains(p.Spec.Tolerations, toleration) || p.Labels["kueue.x-k8s.io/podset"] != "main" {
+			t.Errorf("pod %s: nodeSelector %v, tolerations %v, labels %v: want what Kueue set", name, p.Spec.NodeSelector, p.Spec.Tolerations, p.Labels)
+		}
+	}
+
+	admit(false)
+	eventually(t, "the evicted job's pods deleted", func() error {
+		if pods := listPods(t, ns); len(pods) != 0 {
+			return errorf("%d pods left", len(pods))
+		}
+		return nil
+	})
+	suspend(t, ns, "admitted", false)
+	for name, p := range waitPods(t, ns, podNames("admitted")...) {
+		if len(p.Spec.NodeSelector) != 0 || slices.Contains(p.Spec.Tolerations, toleration) || p.Labels["kueue.x-k8s.io/podset"] != "" {
+			t.Errorf("pod %s: nodeSelector %v, tolerations %v, labels %v: want those of the templates as restored", name, p.Spec.NodeSelector, p.Spec.Tolerations, p.Labels)
+		}
 	}
 }

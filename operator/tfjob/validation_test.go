@@ -404,11 +404,11 @@ func TestReplicaSpecsAreImmutable(t *testing.T) {
 	if err != nil {
 		t.Logf("apiserver: %v", err)
 	}
-	refusedFor(t, err, "spec.replicaSpecs", "replicaSpecs cannot change once the job exists")
+	refusedFor(t, err, "spec.replicaSpecs", "replicaSpecs cannot change unless the job is suspended")
 
 	job = getJob(t, ns, "mnist")
 	job.Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Image = "mlkube/trainer:v2"
-	refusedFor(t, k8s.Update(ctx, job), "spec.replicaSpecs", "replicaSpecs cannot change once the job exists")
+	refusedFor(t, k8s.Update(ctx, job), "spec.replicaSpecs", "replicaSpecs cannot change unless the job is suspended")
 
 	job = getJob(t, ns, "mnist")
 	job.Spec.RunPolicy.TTLSecondsAfterFinished = ptr.To(int32(600))

@@ -73,7 +73,10 @@ type RunPolicy struct {
 	// are created again. As for Kubernetes Jobs, the activeDeadlineSeconds clock restarts on
 	// resume (status.startTime is reset) and pods deleted by a suspension are no failures, while
 	// restarts counted before it stay counted. A job created suspended starts only when resumed,
-	// the contract queueing systems such as Kueue rely on.
+	// the contract queueing systems such as Kueue rely on. While suspended, and in the update
+	// that resumes or suspends it, the replica groups' pod templates may take other labels,
+	// annotations, nodeSelector, tolerations and schedulingGates, as a suspended Kubernetes
+	// Job's may: Kueue sets them when it admits the job and restores them when it evicts it.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
 }

@@ -60,10 +60,12 @@ type MXReplicaSpec struct {
 
 // MXJobSpec is a distributed MXNet job: its replica groups and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.mxReplicaType == 'SCHEDULER')",message="replicaSpecs needs a SCHEDULER group: every replica finds the cluster through it, and its exit decides the job"
+// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running replicas were told how many servers and workers there are): delete the job and create it again"
 type MXJobSpec struct {
 	// replicaSpecs are the replica groups, one per mxReplicaType. They cannot change once the
-	// job exists: running replicas were told how many servers and workers there are.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicaSpecs cannot change once the job exists (running replicas were told how many servers and workers there are): delete the job and create it again"
+	// job exists: running replicas were told how many servers and workers there are. While the
+	// job is suspended, their templates' labels, annotations, nodeSelector, tolerations and
+	// schedulingGates may change: what Kueue sets when it admits the job.
 	// +listType=map
 	// +listMapKey=mxReplicaType
 	// +kubebuilder:validation:MinItems=1

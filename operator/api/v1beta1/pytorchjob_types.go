@@ -58,10 +58,12 @@ type PyTorchReplicaSpec struct {
 
 // PyTorchJobSpec is a distributed PyTorch job: its replica groups and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.pytorchReplicaType == 'MASTER')",message="replicaSpecs needs a MASTER group: it is rank 0, where every rank meets, and its exit decides the job"
+// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running replicas were told WORLD_SIZE): delete the job and create it again"
 type PyTorchJobSpec struct {
 	// replicaSpecs are the replica groups, one per pytorchReplicaType. They cannot change once
-	// the job exists: running replicas were told WORLD_SIZE.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicaSpecs cannot change once the job exists (running replicas were told WORLD_SIZE): delete the job and create it again"
+	// the job exists: running replicas were told WORLD_SIZE. While the job is suspended, their
+	// templates' labels, annotations, nodeSelector, tolerations and schedulingGates may change:
+	// what Kueue sets when it admits the job.
 	// +listType=map
 	// +listMapKey=pytorchReplicaType
 	// +kubebuilder:validation:MinItems=1

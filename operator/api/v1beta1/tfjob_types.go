@@ -102,10 +102,12 @@ type TensorboardSpec struct {
 // TfJobSpec is a distributed TensorFlow job: its replica groups and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.filter(r, r.tfReplicaType in ['MASTER', 'CHIEF']).size() <= 1",message="at most one of MASTER and CHIEF: both name the replica that decides when the job is done"
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.tfReplicaType in ['MASTER', 'CHIEF', 'WORKER'])",message="replicaSpecs needs a MASTER, CHIEF or WORKER group: one of them decides when the job is done"
+// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running replicas already hold a TF_CONFIG naming every replica): delete the job and create it again"
 type TfJobSpec struct {
 	// replicaSpecs are the replica groups, one per tfReplicaType. They cannot change once the
 	// job exists: running replicas already hold a TF_CONFIG that names every other replica.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicaSpecs cannot change once the job exists (running replicas already hold a TF_CONFIG naming every replica): delete the job and create it again"
+	// While the job is suspended, their templates' labels, annotations, nodeSelector,
+	// tolerations and schedulingGates may change: what Kueue sets when it admits the job.
 	// +listType=map
 	// +listMapKey=tfReplicaType
 	// +kubebuilder:validation:MinItems=1
