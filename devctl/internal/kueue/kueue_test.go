@@ -311,7 +311,8 @@ func TestQuota(t *testing.T) {
 		{"a cordoned node left out", []corev1.Node{node("a", "2", "8Gi"), node("b", "2", "8Gi", func(n *corev1.Node) { n.Spec.Unschedulable = true })}, "cpu 2, memory 8Gi"},
 		{"GPUs where nodes have them", []corev1.Node{node("a", "4", "16Gi", gpus("2")), node("b", "4", "16Gi", gpus("1"))}, "cpu 8, memory 32Gi, nvidia.com/gpu 3"},
 		{"no GPU when none has any", []corev1.Node{node("a", "4", "16Gi", gpus("0"))}, "cpu 4, memory 16Gi"},
-		{"memory in kibibytes, as kubelets report it", []corev1.Node{node("a", "2", "8025424Ki"), node("b", "2", "8025424Ki")}, "cpu 4, memory 16050848Ki"},
+		{"memory in kibibytes, as kubelets report it: in mebibytes, rounded down", []corev1.Node{node("a", "2", "8025424Ki"), node("b", "2", "8025424Ki")}, "cpu 4, memory 15674Mi"},
+		{"no node", nil, "cpu 0, memory 0"},
 	} {
 		if got := DescribeQuota(Quota(tc.nodes)); got != tc.want {
 			t.Errorf("%s: quota %s, want %s", tc.what, got, tc.want)

@@ -19,7 +19,7 @@ const GPU corev1.ResourceName = "nvidia.com/gpu"
 // Quota is the nominal quota of the ClusterQueue: the sum of the allocatable cpu and memory of
 // the nodes pods can be scheduled on (not cordoned, no NoSchedule or NoExecute taint: a
 // multi-node cluster's control plane is left out), and of their nvidia.com/gpu when they have
-// any. The cluster's own pods (Kueue's, the operator's, kube-system's) use some of it, outside
+// any; memory rounded down to whole mebibytes. The cluster's own pods (Kueue's, the operator's, kube-system's) use some of it, outside
 // any queue.
 func Quota(nodes []corev1.Node) corev1.ResourceList {
 	sum := corev1.ResourceList{
@@ -45,8 +45,13 @@ func Quota(nodes []corev1.Node) corev1.ResourceList {
 	if !gpus.IsZero() {
 		sum[GPU] = gpus
 	}
+	// Memory in whole mebibytes, down: kubelets report kibibytes, unwieldy to read.
+	mem := sum[corev1.ResourceMemory]
+	sum[corev1.ResourceMemory] = *resource.NewQuantity(mem.Value()/mebibyte*mebibyte, resource.BinarySI)
 	return sum
 }
+
+const mebibyte = 1 << 20
 
 // schedulable says whether pods without tolerations can be scheduled on n.
 func schedulable(n corev1.Node) bool {
