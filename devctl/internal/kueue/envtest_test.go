@@ -75,6 +75,17 @@ func TestApplyQueues(t *testing.T) {
 	if got, want := whats(results), `ResourceFlavor "default-flavor" created, ClusterQueue "mlkube" created, LocalQueue "default" in namespace default created`; got != want {
 		t.Errorf("first apply: %s\nwant %s", got, want)
 	}
+	// Kueue's manager puts its finalizer on the flavor.
+	flavor := &unstructured.Unstructured{}
+	flavor.SetAPIVersion(APIVersion)
+	flavor.SetKind("ResourceFlavor")
+	if err := c.Get(ctx, client.ObjectKey{Name: Flavor}, flavor); err != nil {
+		t.Fatal(err)
+	}
+	flavor.SetFinalizers([]string{"kueue.x-k8s.io/resource-in-use"})
+	if err := c.Update(ctx, flavor, client.FieldOwner("kueue")); err != nil {
+		t.Fatal(err)
+	}
 	results, err = ApplyQueues(ctx, c, Queues(small))
 	if err != nil {
 		t.Fatal(err)

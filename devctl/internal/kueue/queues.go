@@ -100,6 +100,11 @@ func DescribeQuota(quota corev1.ResourceList) string {
 	return strings.Join(parts, ", ")
 }
 
+// managedBy labels the queues as devctl's. The label also gives devctl a field to own in the
+// ResourceFlavor, whose spec it leaves empty: an apply that owns nothing leaves the object
+// without devctl's managed fields, and the next apply would change them.
+func managedBy() map[string]any { return map[string]any{"app.kubernetes.io/managed-by": "devctl"} }
+
 // Queues are the default queueing objects, in the order they apply in: the ResourceFlavor
 // Flavor (no node labels: every node), the ClusterQueue ClusterQueue of quota in that flavor,
 // open to every namespace, and the LocalQueue LocalQueue in namespace LocalQueueNamespace,
@@ -108,7 +113,7 @@ func Queues(quota corev1.ResourceList) []*unstructured.Unstructured {
 	flavor := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": APIVersion,
 		"kind":       "ResourceFlavor",
-		"metadata":   map[string]any{"name": Flavor},
+		"metadata":   map[string]any{"name": Flavor, "labels": managedBy()},
 	}}
 	var covered, resources []any
 	for _, r := range resourceNames(quota) {
@@ -119,7 +124,7 @@ func Queues(quota corev1.ResourceList) []*unstructured.Unstructured {
 	cq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": APIVersion,
 		"kind":       "ClusterQueue",
-		"metadata":   map[string]any{"name": ClusterQueue},
+		"metadata":   map[string]any{"name": ClusterQueue, "labels": managedBy()},
 		"spec": map[string]any{
 			"namespaceSelector": map[string]any{},
 			"resourceGroups": []any{map[string]any{
@@ -134,7 +139,7 @@ func Queues(quota corev1.ResourceList) []*unstructured.Unstructured {
 	lq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": APIVersion,
 		"kind":       "LocalQueue",
-		"metadata":   map[string]any{"name": LocalQueue, "namespace": LocalQueueNamespace},
+		"metadata":   map[string]any{"name": LocalQueue, "namespace": LocalQueueNamespace, "labels": managedBy()},
 		"spec":       map[string]any{"clusterQueue": ClusterQueue},
 	}}
 	return []*unstructured.Unstructured{flavor, cq, lq}
