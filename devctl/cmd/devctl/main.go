@@ -325,18 +325,18 @@ up, a new build of the registry, and down (devctl down --registry deletes them).
 leaves it out.
 
 --kueue also runs Kueue ` + kueue.Version + `, which queues jobs and admits them as quota allows. up builds
-Kueue's manager from Go modules (hack/kueue/go.mod; about 2.5 minutes the first time on 2 cores,
-cached in ~/.cache/mlkube/bin after, so seconds), wraps it in the image mlkube/kueue, loads it into
-the nodes, and installs Kueue from its own Helm chart (in the Go module cache) before the
-operator, with every kind among Kueue's externalFrameworks and waitForPodsReady on: an admitted
-job whose pods are not all ready within --kueue-pods-ready-timeout is evicted and requeued, after
-a backoff. It waits until Kueue's webhooks answer, then makes the default queues: the
-ResourceFlavor default-flavor, the ClusterQueue mlkube (quota: the cpu and memory, and GPUs, that
-the nodes can give pods; open to every namespace) and the LocalQueue default in namespace default.
-The operator runs its Kueue integration (--kueue). Queue a job with the label
-kueue.x-k8s.io/queue-name: default: it stays suspended, its Suspended condition saying why, until
-Kueue admits it. Run again, up changes nothing; a queue you changed by hand is kept as it is. Once
-Kueue is installed, up without --kueue keeps the integration on.`,
+Kueue's manager from Go modules (hack/kueue/go.mod; the longest build of all the first time, 5 to
+10 minutes on 2 cores, beside the cluster's creation; cached in ~/.cache/mlkube/bin after, so
+nothing), wraps it in the image mlkube/kueue, loads it into the nodes, and installs Kueue from its
+own Helm chart (in the Go module cache) before the operator, with every kind among Kueue's
+externalFrameworks and waitForPodsReady on: an admitted job whose pods are not all ready within
+--kueue-pods-ready-timeout is evicted and requeued, after a backoff. It waits until Kueue's
+webhooks answer, then makes the default queues: the ResourceFlavor default-flavor, the ClusterQueue
+mlkube (quota: the cpu and memory, and GPUs, that the nodes can give pods; open to every namespace)
+and the LocalQueue default in namespace default. The operator runs its Kueue integration (--kueue).
+Queue a job with the label kueue.x-k8s.io/queue-name: default: it stays suspended, its Suspended
+condition saying why, until Kueue admits it. Run again, up changes nothing; a queue you changed by
+hand is kept as it is. Once Kueue is installed, up without --kueue keeps the integration on.`,
 		Example: `  # a cluster named mlkube from clusters/kind.yaml, on the offline node image
   devctl up
 
