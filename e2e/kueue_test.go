@@ -40,6 +40,7 @@ func TestKueue(t *testing.T) {
 	}
 	timing("devctl up --kueue on the running cluster (Kueue built or cached, installed)", took)
 	contains(t, "devctl up --kueue", out, `LocalQueue "default"`)
+	kueueUp(t, c, out)
 
 	// The flavor's nodes: the suite's one node, labelled as the flavor says.
 	var nodes corev1.NodeList

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds Kubernetes programs, and the registry devctl runs beside the nodes, from Go modules (never
-# downloaded binaries), at the versions that hack/kubernetes/go.mod, hack/coredns/go.mod,
-# hack/flannel*/go.mod and hack/registry/go.mod pin, into a cache outside the clone:
+# Builds Kubernetes programs, the registry devctl runs beside the nodes, and Kueue's manager
+# (devctl up --kueue), from Go modules (never downloaded binaries), at the versions that
+# hack/kubernetes/go.mod, hack/coredns/go.mod, hack/flannel*/go.mod, hack/registry/go.mod and
+# hack/kueue/go.mod pin, into a cache outside the clone:
 #   hack/build-kubernetes.sh kube-apiserver etcd kubectl
 # prints one absolute path per program, in order. A program already built at its version is
 # reused, so a fresh clone on a machine that built them once pays nothing. While one builds
@@ -23,6 +24,7 @@ locate() {
     coredns) echo "coredns github.com/coredns/coredns $(pinned coredns github.com/coredns/coredns)" ;;
     flanneld) echo "flannel github.com/flannel-io/flannel $(pinned flannel github.com/flannel-io/flannel)" ;;
     registry) echo "registry github.com/distribution/distribution/v3/cmd/registry $(pinned registry github.com/distribution/distribution/v3)" ;;
+    kueue) echo "kueue sigs.k8s.io/kueue/cmd/kueue $(pinned kueue sigs.k8s.io/kueue)" ;;
     flannel-cni) echo "flannel-cni github.com/containernetworking/plugins/plugins/meta/flannel $(pinned flannel-cni github.com/containernetworking/plugins)" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy|kubelet|kubeadm|kubectl)
       echo "kubernetes k8s.io/kubernetes/cmd/$1 $k8s_version" ;;
@@ -45,6 +47,10 @@ for name in "$@"; do
   if [ "$name" = flanneld ]; then
     # flannel's udp backend is C; it runs on the node's Debian base, the glibc of this machine's.
     flags+=" -X github.com/flannel-io/flannel/pkg/version.Version=$version" cgo=1
+  fi
+  if [ "$name" = kueue ]; then
+    # Kueue's own version, as its Makefile sets it; not Kubernetes': its libraries are 0.35.
+    flags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
   fi
   # One build of a program at a time, however many scripts ask for it at once.
   exec {lock}>"$out.lock"

@@ -22,6 +22,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/commands"
 	"github.com/mlkube/mlkube/devctl/internal/convert"
+	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/up"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -289,7 +290,7 @@ Nothing is sent to a cluster.`,
 }
 
 func upCommand() *cobra.Command {
-	opts := up.Options{Name: cluster.DefaultName, Wait: 5 * time.Minute}
+	opts := up.Options{Name: cluster.DefaultName, Wait: 5 * time.Minute, KueuePodsReadyTimeout: kueue.DefaultPodsReadyTimeout}
 	withRegistry := true
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -321,7 +322,21 @@ a job; every node pulls it from there. The nodes learn the name from containerd'
 tools that build for the cluster (Tilt, Skaffold, ctlptl) from the ConfigMap
 kube-public/local-registry-hosting. One registry serves every devctl cluster; its images outlive
 up, a new build of the registry, and down (devctl down --registry deletes them). --registry=false
-leaves it out.`,
+leaves it out.
+
+--kueue also runs Kueue ` + kueue.Version + `, which queues jobs and admits them as quota allows. up builds
+Kueue's manager from Go modules (hack/kueue/go.mod; the longest build of all the first time, 5 to
+10 minutes on 2 cores, beside the cluster's creation; cached in ~/.cache/mlkube/bin after, so
+nothing), wraps it in the image mlkube/kueue, loads it into the nodes, and installs Kueue from its
+own Helm chart (in the Go module cache) before the operator, with every kind among Kueue's
+externalFrameworks and waitForPodsReady on: an admitted job whose pods are not all ready within
+--kueue-pods-ready-timeout is evicted and requeued, after a backoff. It waits until Kueue's
+webhooks answer, then makes the default queues: the ResourceFlavor default-flavor, the ClusterQueue
+mlkube (quota: the cpu and memory, and GPUs, that the nodes can give pods; open to every namespace)
+and the LocalQueue default in namespace default. The operator runs its Kueue integration (--kueue).
+Queue a job with the label kueue.x-k8s.io/queue-name: default: it stays suspended, its Suspended
+condition saying why, until Kueue admits it. Run again, up changes nothing; a queue you changed by
+hand is kept as it is. Once Kueue is installed, up without --kueue keeps the integration on.`,
 		Example: `  # a cluster named mlkube from clusters/kind.yaml, on the offline node image
   devctl up
 
@@ -336,10 +351,18 @@ leaves it out.`,
   devctl up --name multi --workers 2
 
   # your trainer through the local registry, pulled by every node
-  docker build -t localhost:5001/my-trainer:v1 . && docker push localhost:5001/my-trainer:v1`,
+  docker build -t localhost:5001/my-trainer:v1 . && docker push localhost:5001/my-trainer:v1
+
+  # Kueue with the default queues: a job labelled kueue.x-k8s.io/queue-name: default waits in
+  # them until Kueue admits it; a short waitForPodsReady timeout, to watch an eviction
+  devctl up --kueue --kueue-pods-ready-timeout 1m
+  kubectl get clusterqueues,localqueues -A`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.NoRegistry = !withRegistry
+			if opts.KueuePodsReadyTimeout <= 0 {
+				return commands.UsageError(fmt.Errorf("--kueue-pods-ready-timeout must be more than 0, not %s", opts.KueuePodsReadyTimeout))
+			}
 			return up.Run(cmd.Context(), opts, cmd.ErrOrStderr(), cmd.OutOrStdout())
 		},
 	}
@@ -347,8 +370,10 @@ leaves it out.`,
 	cmd.Flags().StringVar(&opts.Config, "config", "", "kind config file (default: clusters/kind.yaml of the checkout, else one node without kindnet)")
 	cmd.Flags().StringVar(&opts.NodeImage, "image", "", "kind node image, overriding the config's (default: kind's published image where it can be had, else mlkube's offline node image, built when missing)")
 	cmd.Flags().IntVar(&opts.Workers, "workers", 0, "create the cluster with one control plane and this many worker nodes, networked by the node image's pod network (flannel offline, kindnet on kind's image), in place of --config (0: the config's nodes, one by default)")
-	cmd.Flags().DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the control plane, then for the operator")
+	cmd.Flags().DurationVar(&opts.Wait, "wait", opts.Wait, "how long to wait for the control plane, then for Kueue (--kueue), the operator")
 	cmd.Flags().BoolVar(&withRegistry, "registry", true, "run the local registry at localhost:5001 and make the nodes pull from it (--registry=false: none)")
+	cmd.Flags().BoolVar(&opts.Kueue, "kueue", false, "also install Kueue "+kueue.Version+" with the default queues (ClusterQueue mlkube, LocalQueue default), and run the operator's Kueue integration")
+	cmd.Flags().DurationVar(&opts.KueuePodsReadyTimeout, "kueue-pods-ready-timeout", opts.KueuePodsReadyTimeout, "with --kueue: Kueue evicts and requeues an admitted job whose pods are not all ready within this long (waitForPodsReady)")
 	return cmd
 }
 
@@ -384,10 +409,11 @@ func statusCommand() *cobra.Command {
 	name := cluster.DefaultName
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster's nodes, the operator, the local registry, the CRDs and jobs of every kind by state",
+		Short: "Show the cluster's nodes, the operator, Kueue, the local registry, the CRDs and jobs of every kind by state",
 		Long: `Status reports on the cluster through the kubeconfig kind keeps for it, whatever your current
 kubectl context is: whether each node is Ready, whether the operator Deployment is available and
-which version and image it runs, whether the local registry runs and what it holds, whether the
+which version and image it runs, whether Kueue (devctl up --kueue) runs and its ClusterQueues with
+their admitted and pending workloads, whether the local registry runs and what it holds, whether the
 CRD of each kind (` + kindsAnd + `) is established, and how many jobs of each
 kind are in each state across all namespaces. It fails only when it cannot look (no Docker, no cluster, no
 API server); what it finds unhealthy it reports.`,

@@ -22,6 +22,8 @@ const DefaultName = "mlkube"
 const (
 	OperatorNamespace  = "mlkube-system"
 	OperatorDeployment = "mlkube-operator"
+	// OperatorContainer is the operator's container in its Deployment.
+	OperatorContainer = "operator"
 	// OperatorDevImage is the image the manifests name; devctl swaps in the image it built.
 	OperatorDevImage = "mlkube/operator:dev"
 	// VersionAnnotation on the operator Deployment and the nodeprobe DaemonSet records the

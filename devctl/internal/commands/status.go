@@ -22,13 +22,14 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // Status reports on the cluster through the kubeconfig kind keeps for it, whatever the current
 // context (any kind cluster of that name, made by devctl or not): its nodes, the operator,
-// nodeprobe and the accelerator config it published, the local registry, the CRD of every kind,
+// nodeprobe and the accelerator config it published, Kueue, the local registry, the CRD of every kind,
 // and the jobs of each kind by state. It fails only when it cannot look (no Docker, no cluster, no API server); what it
 // finds unhealthy it reports.
 func Status(ctx context.Context, name string, out io.Writer) error {
@@ -70,6 +71,7 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	fmt.Fprintf(w, "Operator\t%s\n", operatorHealth(ctx, kube))
 	fmt.Fprintf(w, "nodeprobe\t%s\n", nodeprobeHealth(ctx, kube))
 	fmt.Fprintf(w, "GPUs\t%s\n", gpuHealth(ctx, kube, nodes.Items))
+	fmt.Fprintf(w, "Kueue\t%s\n", kueue.StatusLine(ctx, kube))
 	fmt.Fprintf(w, "Registry\t%s\n", registryLine(ctx))
 	crdLine, served := crdHealth(ctx, kube)
 	fmt.Fprintf(w, "CRDs\t%s\n", crdLine)

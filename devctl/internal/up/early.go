@@ -31,7 +31,7 @@ import (
 type early struct {
 	builds map[string]*earlyBuild
 	// load and apply are nil when the kind config's nodes cannot be counted: the steps then do
-	// their work themselves.
+	// their work themselves. apply is also nil with --kueue.
 	load  *earlyLoad
 	apply *earlyApply
 	// created closes once kind's Create has returned; stop ends the load's and apply's context.
@@ -46,7 +46,11 @@ func (u *up) startEarly(cfg []byte) *early {
 	e.stop = stop
 	if want, err := kindcluster.ConfigNodes(cfg); err == nil {
 		e.load = e.startLoad(ctx, u.cluster, want)
-		e.apply = e.startApply(ctx, u.cluster, u.install)
+		// With --kueue the operator starts after Kueue, which needs the cluster: the applying
+		// steps do it.
+		if !u.opts.Kueue {
+			e.apply = e.startApply(ctx, u.cluster, u.install)
+		}
 	}
 	return e
 }
@@ -58,8 +62,15 @@ func (e *early) clusterCreated() { close(e.created) }
 // them to end; the builds go on, for the cache.
 func (e *early) abandon() {
 	e.stop()
+	e.wait()
+}
+
+// wait waits for the load and the apply, those there are, to end.
+func (e *early) wait() {
 	if e.load != nil {
 		<-e.load.done
+	}
+	if e.apply != nil {
 		<-e.apply.done
 	}
 }
@@ -70,10 +81,7 @@ func (e *early) finish() bool {
 	if e == nil {
 		return false
 	}
-	if e.load != nil {
-		<-e.load.done
-		<-e.apply.done
-	}
+	e.wait()
 	e.stop()
 	return e.load != nil && e.load.err == nil
 }

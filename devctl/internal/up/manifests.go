@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ type install struct {
 	name    string
 	version string
 	built   []*images.Built
+	// kueue runs the operator with its Kueue integration (--kueue).
+	kueue bool
 }
 
 // image is the reference devctl built for the image called name, or fallback.
@@ -66,6 +69,11 @@ func (in *install) applyOperator(ctx context.Context, kube *cluster.Clients) err
 		return fmt.Errorf("the operator manifests have no Deployment %s/%s", cluster.OperatorNamespace, cluster.OperatorDeployment)
 	}
 	setVersion(d, in.version)
+	if in.kueue {
+		if err := addArg(d, cluster.OperatorContainer, "--kueue"); err != nil {
+			return err
+		}
+	}
 	objs, kept, err := withoutLiveAcceleratorConfig(ctx, kube, objs)
 	if err != nil {
 		return err
@@ -107,6 +115,34 @@ func setVersion(o *unstructured.Unstructured, version string) {
 	}
 	annotations[cluster.VersionAnnotation] = version
 	o.SetAnnotations(annotations)
+}
+
+// addArg adds arg to the arguments of the container called container in Deployment d, unless
+// they hold it already.
+func addArg(d *unstructured.Unstructured, container, arg string) error {
+	fields := []string{"spec", "template", "spec", "containers"}
+	containers, _, err := unstructured.NestedSlice(d.Object, fields...)
+	if err != nil {
+		return fmt.Errorf("Deployment %s: %w", d.GetName(), err)
+	}
+	for _, c := range containers {
+		c, ok := c.(map[string]any)
+		if !ok || c["name"] != container {
+			continue
+		}
+		args, _, err := unstructured.NestedStringSlice(c, "args")
+		if err != nil {
+			return fmt.Errorf("Deployment %s, container %s: %w", d.GetName(), container, err)
+		}
+		if !slices.Contains(args, arg) {
+			args = append(args, arg)
+		}
+		if err := unstructured.SetNestedStringSlice(c, args, "args"); err != nil {
+			return err
+		}
+		return unstructured.SetNestedSlice(d.Object, containers, fields...)
+	}
+	return fmt.Errorf("Deployment %s has no container %s", d.GetName(), container)
 }
 
 // nodeprobeObjects are nodeprobe's manifests (namespace, RBAC, DaemonSet) as devctl applies

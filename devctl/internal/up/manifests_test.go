@@ -2,6 +2,7 @@ package up
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,5 +65,41 @@ func TestTheLiveAcceleratorConfigIsKept(t *testing.T) {
 	}
 	if manifests.Find(got, "Deployment", "mlkube-system", "mlkube-operator") == nil {
 		t.Error("the Deployment was left out too")
+	}
+}
+
+// With --kueue (or Kueue installed), the operator's container gets --kueue beside its own
+// arguments, once however often up runs.
+func TestKueueArg(t *testing.T) {
+	objs, err := manifests.Read(config.FS, config.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := manifests.Find(objs, "Deployment", cluster.OperatorNamespace, cluster.OperatorDeployment)
+	if d == nil {
+		t.Fatal("no operator Deployment")
+	}
+	args := func() []string {
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			if c := c.(map[string]any); c["name"] == cluster.OperatorContainer {
+				a, _, _ := unstructured.NestedStringSlice(c, "args")
+				return a
+			}
+		}
+		t.Fatalf("no container %s", cluster.OperatorContainer)
+		return nil
+	}
+	before := args()
+	for range 2 {
+		if err := addArg(d, cluster.OperatorContainer, "--kueue"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := args(), append(slices.Clone(before), "--kueue"); !slices.Equal(got, want) {
+		t.Errorf("args %v, want %v", got, want)
+	}
+	if err := addArg(d, "nobody", "--kueue"); err == nil {
+		t.Error("no error for a container that is not there")
 	}
 }

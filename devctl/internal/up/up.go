@@ -26,6 +26,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/checkout"
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
+	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
@@ -45,6 +46,11 @@ type Options struct {
 	Wait time.Duration
 	// NoRegistry leaves out the local registry (package registry).
 	NoRegistry bool
+	// Kueue installs Kueue (package kueue) with the default queues, before the operator, which
+	// then runs its Kueue integration.
+	Kueue bool
+	// KueuePodsReadyTimeout is Kueue's waitForPodsReady timeout.
+	KueuePodsReadyTimeout time.Duration
 }
 
 // Run makes sure a kind cluster runs with the operator and nodeprobe built from the checkout's
@@ -66,13 +72,19 @@ func Run(ctx context.Context, opts Options, status, out io.Writer) error {
 		{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
 		{Name: "Building images", Run: u.buildImages},
 		{Name: "Loading images into the nodes", Run: u.loadImages},
-		{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.operator }, u.applyOperator)},
+	}
+	if opts.Kueue {
+		// Before the operator: its Kueue integration needs Kueue's CRDs when it starts.
+		all = append(all, u.kueueSteps()...)
+	}
+	all = append(all, []steps.Step{
+		{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.operator }, u.applyOperatorKueue)},
 		{Name: "Waiting for the operator", Run: u.waitOperator},
 		// nodeprobe after the operator: its manifests need the operator's namespace and the
 		// accelerator ConfigMap it fills.
 		{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.nodeprobe }, u.applyNodeprobe)},
 		{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
-	}
+	}...)
 	if !opts.NoRegistry {
 		all = append(all, steps.Step{Name: "Running the local registry " + registry.Host, Run: u.runRegistry})
 	}
@@ -104,6 +116,8 @@ type up struct {
 	early *early
 	// registry is the local registry's image, readied from the start (registry.go).
 	registry *registryImage
+	// kueue is Kueue's manager, built from the start with --kueue (kueue.go).
+	kueue *kueueBuild
 	// published says the node image is kind's published one (nodeimage.go), whose pod network
 	// is kindnet.
 	published bool
@@ -117,6 +131,9 @@ func (u *up) checkDocker(ctx context.Context) error {
 	u.engine = engine
 	if !u.opts.NoRegistry {
 		u.readyRegistryImage()
+	}
+	if u.opts.Kueue {
+		u.readyKueue()
 	}
 	return steps.Done("Docker %s answers", engine.Version)
 }
@@ -246,6 +263,10 @@ func (u *up) summary(out io.Writer) {
 	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", u.opts.Name, u.cluster.Context())
 	fmt.Fprintf(out, "  operator %s, image %s\n", u.version, u.operatorImage())
 	fmt.Fprintf(out, "  nodeprobe on every node, image %s (what it found: devctl status%s)\n", u.nodeprobeImage(), flag)
+	if u.kueue != nil && u.kueue.b != nil {
+		fmt.Fprintf(out, "  Kueue %s, image %s: ClusterQueue %s, LocalQueue %s in namespace %s; label a job %s: %[4]s to queue it\n",
+			u.kueue.b.Version, u.kueue.b.Ref, kueue.ClusterQueue, kueue.LocalQueue, kueue.LocalQueueNamespace, kueue.QueueLabel)
+	}
 	if u.registry != nil {
 		fmt.Fprintf(out, "  local registry %s: docker push %[1]s/NAME:TAG, and name that image in a job\n", registry.Host)
 	}
