@@ -12,13 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -124,6 +124,8 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaseDuration:                 orDefault(&opts.LeaseDuration, DefaultLeaseDuration),
 		RenewDeadline:                 orDefault(&opts.RenewDeadline, DefaultRenewDeadline),
 		RetryPeriod:                   orDefault(&opts.RetryPeriod, DefaultRetryPeriod),
+		// Also for the controllers Kueue's integration builds, which take no options from us.
+		Controller: ctrlconfig.Controller{SkipNameValidation: &opts.ManyPerProcess},
 	}
 	mopts.Cache = trimmedCache()
 	if opts.Namespace != "" {

@@ -13,7 +13,7 @@ import (
 )
 
 // update: Kueue's integration (--kueue) suspends and resumes jobs and writes admission into their templates.
-// +kubebuilder:rbac:groups=mlkube.io,resources=jaxjobs,verbs=get;list;watch;delete;update
+// +kubebuilder:rbac:groups=mlkube.io,resources=jaxjobs,verbs=get;list;watch;delete;update;patch
 // +kubebuilder:rbac:groups=mlkube.io,resources=jaxjobs/status,verbs=get;patch
 // +kubebuilder:rbac:groups=mlkube.io,resources=jaxjobs/finalizers,verbs=update
 

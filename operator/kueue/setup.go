@@ -17,12 +17,14 @@ import (
 )
 
 // What jobframework reads and writes besides the jobs (whose update verb each framework's
-// package grants).
+// package grants, with patch: Kueue patches a job as it suspends and resumes it). Namespaces:
+// Kueue reads their labels for a ClusterQueue's namespaceSelector.
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/finalizers,verbs=update
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors;workloadpriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;update;patch
 
 // AddToScheme adds Kueue's API types, which the integration reads and writes.

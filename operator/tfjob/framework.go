@@ -10,7 +10,7 @@ import (
 )
 
 // update: Kueue's integration (--kueue) suspends and resumes jobs and writes admission into their templates.
-// +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs,verbs=get;list;watch;delete;update
+// +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs,verbs=get;list;watch;delete;update;patch
 // +kubebuilder:rbac:groups=mlkube.io,resources=tfjobs/status,verbs=get;patch
 // Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement
 // is on (OpenShift, hardened clusters):
