@@ -45,10 +45,12 @@ func TestAcrossNodes(t *testing.T) {
 	// Its own kubeconfig: devctl up makes its cluster the current context, and the other tests
 	// run devctl against the suite's cluster through theirs.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// Its devctl's environment, set here: a test that runs beside others cannot t.Setenv.
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	devctlMulti := func(args ...string) (string, time.Duration, error) {
 		var out bytes.Buffer
 		cmd := exec.Command(devctl, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		cmd.Env = env
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
 		err := cmd.Run()
@@ -75,7 +77,7 @@ func TestAcrossNodes(t *testing.T) {
 	// that the setting names in its place. (The suite's own cluster proves the fallback: kind's
 	// image cannot be pulled here, and up builds or finds the offline one.)
 	published := pushNodeImageCopy(t)
-	t.Setenv("MLKUBE_PUBLISHED_NODE_IMAGE", published)
+	env = append(env, "MLKUBE_PUBLISHED_NODE_IMAGE="+published)
 	out, took, err := devctlMulti("up", "--name", multi, "--workers", "2")
 	if err != nil {
 		t.Fatalf("devctl up --workers 2: %v", err)

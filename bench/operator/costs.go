@@ -109,6 +109,11 @@ func walk(v any, f func(map[string]any)) {
 
 // dropTransitionRules removes every CEL rule that reads oldSelf.
 func dropTransitionRules(crd any) {
+	dropRules(crd, func(rule string) bool { return strings.Contains(rule, "oldSelf") })
+}
+
+// dropRules removes every CEL rule for which drop is true.
+func dropRules(crd any, drop func(rule string) bool) {
 	walk(crd, func(m map[string]any) {
 		rules, ok := m["x-kubernetes-validations"].([]any)
 		if !ok {
@@ -116,7 +121,7 @@ func dropTransitionRules(crd any) {
 		}
 		var kept []any
 		for _, r := range rules {
-			if rule, _ := r.(map[string]any)["rule"].(string); !strings.Contains(rule, "oldSelf") {
+			if rule, _ := r.(map[string]any)["rule"].(string); !drop(rule) {
 				kept = append(kept, r)
 			}
 		}
@@ -129,8 +134,12 @@ func dropTransitionRules(crd any) {
 }
 
 // cutTemplateSchema replaces each replica group's pod template schema by one that keeps
-// unknown fields unchecked and declares only the container names the CEL rules read.
+// unknown fields unchecked and declares only the container names the CEL rules read. The rules
+// that compare a group's template field by field with its old self (what hack/crdimmutable
+// generates) go too: they name fields the cut schema no longer declares, so they would not
+// compile, and the spec's own rule still compares the groups whole.
 func cutTemplateSchema(crd any) {
+	dropRules(crd, func(rule string) bool { return strings.Contains(rule, "oldSelf.?template") })
 	open := func(props map[string]any) map[string]any {
 		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": props}
 	}
