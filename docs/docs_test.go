@@ -729,6 +729,7 @@ func kindWords() map[string]*v1beta1.Kind {
 }
 
 // kindList finds a list of two or more kinds: "TfJob, MXJob and PyTorchJob", "`tfjob`, `mxjob`",
+// "`TfJob`s and `MXJob`s",
 // "tfjob|mxjob", "a TfJob and an MXJob".
 func kindList() *regexp.Regexp {
 	var words []string
@@ -737,7 +738,7 @@ func kindList() *regexp.Regexp {
 	}
 	// Longest first, so that tfjobs.mlkube.io is not read as tfjobs.
 	slices.SortFunc(words, func(a, b string) int { return len(b) - len(a) })
-	item := "(?:an? )?`?(?:" + strings.Join(words, "|") + ")`?"
+	item := "(?:an? )?`?(?:" + strings.Join(words, "|") + ")`?s?" // `TfJob`s too
 	sep := `(?:,? and |,? or |, |\|)`
 	return regexp.MustCompile(`(?:^|[^\w.-])(` + item + `(?:` + sep + item + `)+)(?:[^\w.-]|$)`)
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -520,6 +521,17 @@ func TestNotes(t *testing.T) {
 		}
 	}
 	t.Log(notes)
+}
+
+// Chart.yaml's description, which `helm search` and `helm show chart` print, is metadata Helm
+// reads as written: it names every kind of the table by hand, and this holds it to the table.
+func TestChartDescriptionNamesEveryKind(t *testing.T) {
+	description := theChart(t).Metadata.Description
+	for _, k := range v1beta1.Kinds {
+		if !regexp.MustCompile(`\b` + k.Name + `\b`).MatchString(description) {
+			t.Errorf("Chart.yaml's description does not name %s: %q", k.Name, description)
+		}
+	}
 }
 
 // The `helm test` hooks (templates/tests): a TfJob the CRD admits and the operator will run, and
