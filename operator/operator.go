@@ -199,7 +199,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 // other pods never reach the operator, and a thousand jobs' pods cost little.
 func trimmedCache() cache.Options {
 	owned := labels.SelectorFromSet(nil)
-	if req, err := labels.NewRequirement(replicajob.LabelJobName, selection.Exists, nil); err == nil {
+	if req, err := labels.NewRequirement(v1beta1.LabelJobName, selection.Exists, nil); err == nil {
 		owned = owned.Add(*req)
 	}
 	byObject := map[client.Object]cache.ByObject{

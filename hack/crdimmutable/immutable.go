@@ -38,6 +38,8 @@ type result struct {
 	rules    []string // the rules of the group's schema, in order
 	costs    []uint64 // the estimated cost of each, one run
 	budget   uint64   // the most a rule may cost, one run
+	// defaulted are the template's properties given `default: {}` (defaults.go).
+	defaulted []string
 }
 
 // immutableCRD writes the rules into the replicaSpecs schema of every version of a CRD manifest.
@@ -84,6 +86,11 @@ func immutable(root map[string]any) (*result, error) {
 	})
 
 	r := &result{}
+	template, err := child(item, "template")
+	if err != nil {
+		return nil, err
+	}
+	r.defaulted = defaultWhatGoWrites(template)
 	if err := r.walk(item, nil); err != nil {
 		return nil, err
 	}

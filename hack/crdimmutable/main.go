@@ -10,12 +10,15 @@
 // The rules compare every property of the schema but those, so that a field Kubernetes adds to
 // the pod spec is covered by the next `make generate` without a word here. Whether the job is
 // running (where nothing of replicaSpecs may change) is each kind's own rule, on its spec.
+// It also defaults to {} what the Go types always write and a manifest leaves out (defaults.go),
+// so that a Go client's update of a job it read is no change.
 //
 //	go run ./hack/crdimmutable FILE...
 package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/mlkube/mlkube/hack/internal/crdfile"
 )
@@ -26,7 +29,7 @@ func main() {
 		if err != nil {
 			return nil, "", err
 		}
-		return out, fmt.Sprintf("a replica group's %d properties compared in %d rules of estimated cost %v (at most %d each), %d left mutable while suspended",
-			len(r.compared), len(r.rules), r.costs, r.budget, len(r.mutable)), nil
+		return out, fmt.Sprintf("a replica group's %d properties compared in %d rules of estimated cost %v (at most %d each), %d left mutable while suspended; default {} for %s",
+			len(r.compared), len(r.rules), r.costs, r.budget, len(r.mutable), strings.Join(r.defaulted, ", ")), nil
 	})
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 // plan is what a job's pods will do, fixed when the job is made.
@@ -230,9 +229,9 @@ func (k *kubelet) handle(ctx context.Context, name string) {
 
 // decide says whether a running pod exits now, with which code, or when to look again.
 func (k *kubelet) decide(pod *corev1.Pod) (code int32, wait time.Duration, exit bool) {
-	job := pod.Labels[replicajob.LabelJobName]
-	typ := pod.Labels[replicajob.LabelReplicaType]
-	index, _ := strconv.Atoi(pod.Labels[replicajob.LabelReplicaIndex])
+	job := pod.Labels[v1beta1.LabelJobName]
+	typ := pod.Labels[v1beta1.LabelReplicaType]
+	index, _ := strconv.Atoi(pod.Labels[v1beta1.LabelReplicaIndex])
 	p, ok := k.plans[job]
 	if !ok {
 		return 0, 0, false

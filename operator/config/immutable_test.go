@@ -231,3 +231,42 @@ func TestRunningJobsKeepTheirGroups(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A Go client (Kueue's, the operator's) reads a job into its type and sends the whole of it
+// back, with what the type always writes (a container's `resources: {}`, a template's
+// `metadata: {}`) where the user's manifest had nothing. That rewriting is no change: a running
+// job takes it unchanged and suspended (Kueue's eviction), a suspended one with a flavor's
+// nodeSelector and resumed (Kueue's admission). Every kind, from the manifest as written.
+func TestGoClientsRewriteAJobAsTheyReadIt(t *testing.T) {
+	ctx := context.Background()
+	for _, k := range v1beta1.Kinds {
+		t.Run(k.Name, func(t *testing.T) {
+			t.Parallel()
+			ns := jobtest.Namespace(t)
+			typed := func(name string, edit func(v1beta1.Job)) error {
+				job := k.New()
+				jobtest.Must(t, jobtest.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job))
+				edit(job)
+				return jobtest.Client.Update(ctx, job)
+			}
+			running := immutableJob(k, ns, "running", nil, false)
+			jobtest.Must(t, jobtest.Client.Create(ctx, running))
+			if err := typed("running", func(v1beta1.Job) {}); err != nil {
+				t.Errorf("a running job sent back as read: %v", err)
+			}
+			if err := typed("running", func(j v1beta1.Job) { j.SetSuspend(true) }); err != nil {
+				t.Errorf("a running job suspended by a Go client: %v", err)
+			}
+			suspended := immutableJob(k, ns, "suspended", ptr.To(true), false)
+			jobtest.Must(t, jobtest.Client.Create(ctx, suspended))
+			if err := typed("suspended", func(j v1beta1.Job) {
+				for _, g := range j.Groups() {
+					g.Template.Spec.NodeSelector = map[string]string{"cloud.example.com/pool": "a100"}
+				}
+				j.SetSuspend(false)
+			}); err != nil {
+				t.Errorf("a suspended job admitted by a Go client: %v", err)
+			}
+		})
+	}
+}

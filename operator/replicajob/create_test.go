@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
@@ -37,8 +36,8 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 		"ps":     {"mnist-ps-0.mnist." + ns + ".svc:2222", "mnist-ps-1.mnist." + ns + ".svc:2222"},
 	}
 	for name, pod := range pods {
-		typ, index := pod.Labels[replicajob.LabelReplicaType], pod.Labels[replicajob.LabelReplicaIndex]
-		if name != "mnist-"+typ+"-"+index || pod.Labels[replicajob.LabelJobName] != "mnist" {
+		typ, index := pod.Labels[v1beta1.LabelReplicaType], pod.Labels[v1beta1.LabelReplicaIndex]
+		if name != "mnist-"+typ+"-"+index || pod.Labels[v1beta1.LabelJobName] != "mnist" {
 			t.Errorf("pod %s has labels %v", name, pod.Labels)
 		}
 		if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].UID != job.UID || ref[0].Controller == nil || !*ref[0].Controller {
@@ -69,7 +68,7 @@ func TestCreatesPodsServicesAndTFConfig(t *testing.T) {
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || len(svc.Spec.Ports) != 0 {
 		t.Errorf("the job's service: clusterIP %q ports %+v publishNotReady %v", svc.Spec.ClusterIP, svc.Spec.Ports, svc.Spec.PublishNotReadyAddresses)
 	}
-	if want := map[string]string{replicajob.LabelJobName: "mnist", replicajob.LabelJobKind: "tfjob"}; !maps.Equal(svc.Spec.Selector, want) {
+	if want := map[string]string{v1beta1.LabelJobName: "mnist", v1beta1.LabelJobKind: "tfjob"}; !maps.Equal(svc.Spec.Selector, want) {
 		t.Errorf("the job's service selects %v, want %v", svc.Spec.Selector, want)
 	}
 

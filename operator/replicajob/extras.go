@@ -47,7 +47,7 @@ func (e *Reconciler) reconcileExtras(ctx context.Context, ext Extension, job v1b
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[LabelJobName], labels[LabelJobKind] = job.GetName(), strings.ToLower(kind)
+		labels[v1beta1.LabelJobName], labels[v1beta1.LabelJobKind] = job.GetName(), strings.ToLower(kind)
 		obj.SetLabels(labels)
 		if err := e.Client.Create(ctx, obj); err != nil {
 			if r := refuse(ctx, e.reader(), job, obj, ext.ExtrasHint(), err); r != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/mlkube/mlkube/operator"
 	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // A job whose pods a quota refused is deleted and created again under its name, with the quota
@@ -46,7 +48,7 @@ func TestJobCreatedAgainInheritsNoBackoff(t *testing.T) {
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			// The apiserver knows no owner index: select by the job's label instead.
-			return c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{replicajob.LabelJobName: "again"})
+			return c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelJobName: "again"})
 		},
 	})
 	now := time.Now()

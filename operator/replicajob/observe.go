@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // observe begins a pass: it reads the job and its memory, checks the job once (cluster.go),
@@ -62,7 +64,7 @@ func (e *Reconciler) listReplicas(ctx context.Context, job ctrl.Object, groups [
 	// only, and the job's services: a framework's extras (TensorBoard) are owned by the job too.
 	owned := []ctrl.ListOption{ctrl.InNamespace(job.GetNamespace()), ctrl.MatchingFields{OwnerIndex: string(job.GetUID())}}
 	var podList corev1.PodList
-	if err := e.Client.List(ctx, &podList, append(owned, ctrl.HasLabels{LabelReplicaType})...); err != nil {
+	if err := e.Client.List(ctx, &podList, append(owned, ctrl.HasLabels{v1beta1.LabelReplicaType})...); err != nil {
 		return nil, nil, nil, false, err
 	}
 	var svcList corev1.ServiceList

@@ -12,15 +12,6 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// Labels on every replica pod and service. Selecting by them is how the engine, kubectl and the
-// dashboard find a job's replicas.
-const (
-	LabelJobName      = v1beta1.LabelJobName
-	LabelJobKind      = v1beta1.LabelJobKind
-	LabelReplicaType  = v1beta1.LabelReplicaType
-	LabelReplicaIndex = v1beta1.LabelReplicaIndex
-)
-
 // ReplicaName is the name of replica (typ, index)'s pod and service: <job>-<type>-<index>.
 // Deterministic names are what make creation idempotent: a repeated reconcile or a restarted
 // operator gets AlreadyExists instead of a second pod.
@@ -30,10 +21,10 @@ func ReplicaName(job, typ string, index int) string {
 
 func replicaLabels(kind string, job client.Object, typ string, index int) map[string]string {
 	return map[string]string{
-		LabelJobName:      job.GetName(),
-		LabelJobKind:      strings.ToLower(kind),
-		LabelReplicaType:  strings.ToLower(typ),
-		LabelReplicaIndex: strconv.Itoa(index),
+		v1beta1.LabelJobName:      job.GetName(),
+		v1beta1.LabelJobKind:      strings.ToLower(kind),
+		v1beta1.LabelReplicaType:  strings.ToLower(typ),
+		v1beta1.LabelReplicaIndex: strconv.Itoa(index),
 	}
 }
 

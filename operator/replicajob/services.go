@@ -1,12 +1,12 @@
 package replicajob
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // A job has one headless Service, named as the job. It selects the job's pods, and each
@@ -26,8 +26,8 @@ func JobServiceName(job string) string { return job }
 // newJobService builds the job's headless service.
 func (e *Reconciler) newJobService(job client.Object) *corev1.Service {
 	selector := map[string]string{
-		LabelJobName: job.GetName(),
-		LabelJobKind: strings.ToLower(e.Framework.Kind().Name),
+		v1beta1.LabelJobName: job.GetName(),
+		v1beta1.LabelJobKind: e.Framework.Kind().Label(),
 	}
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
@@ -69,7 +69,7 @@ func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1
 // replicaObject says whether obj, owned by job, is the engine's (a replica's pod or service,
 // the job's service) rather than a framework's extra.
 func replicaObject(obj client.Object, job client.Object) bool {
-	if _, replica := obj.GetLabels()[LabelReplicaType]; replica {
+	if _, replica := obj.GetLabels()[v1beta1.LabelReplicaType]; replica {
 		return true
 	}
 	_, service := obj.(*corev1.Service)

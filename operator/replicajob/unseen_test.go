@@ -56,7 +56,7 @@ func TestCreatedObjectsAreNotCreatedTwice(t *testing.T) {
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			// The apiserver knows no owner index: select by the job's label instead.
-			if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{replicajob.LabelJobName: "lagging"}); err != nil {
+			if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelJobName: "lagging"}); err != nil {
 				return err
 			}
 			items, err := apimeta.ExtractList(list)

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
 )
 
@@ -37,8 +36,8 @@ func TestJobOfAnOlderOperatorKeepsItsLayoutToTheEnd(t *testing.T) {
 	}
 	for _, name := range podNames("old") {
 		parts := strings.Split(name, "-")
-		labels := map[string]string{replicajob.LabelJobName: "old", replicajob.LabelJobKind: "tfjob",
-			replicajob.LabelReplicaType: parts[1], replicajob.LabelReplicaIndex: parts[2]}
+		labels := map[string]string{v1beta1.LabelJobName: "old", v1beta1.LabelJobKind: "tfjob",
+			v1beta1.LabelReplicaType: parts[1], v1beta1.LabelReplicaIndex: parts[2]}
 		meta := metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}}
 		must(t, k8s.Create(ctx, &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone, Selector: labels, PublishNotReadyAddresses: true,

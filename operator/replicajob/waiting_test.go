@@ -88,7 +88,7 @@ func TestWaitingIsWrittenOnceNotPerRetry(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			return c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{replicajob.LabelJobName: "retry"})
+			return c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelJobName: "retry"})
 		},
 	})
 	now := time.Now()

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;delete
@@ -70,7 +69,7 @@ func (Framework) ExtrasStatus(job v1beta1.Job, shown map[string]client.Object, s
 func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service) {
 	tb, name := job.Spec.Tensorboard, job.Name+"-tensorboard"
 	// What selects TensorBoard's pod; each object gets its own copy, as the engine adds labels.
-	labels := map[string]string{replicajob.LabelJobName: job.Name, replicajob.LabelJobKind: "tfjob", "mlkube.io/tensorboard": "true"}
+	labels := map[string]string{v1beta1.LabelJobName: job.Name, v1beta1.LabelJobKind: v1beta1.KindOf(job).Label(), "mlkube.io/tensorboard": "true"}
 	image := tb.Image
 	if image == "" {
 		image = DefaultTensorboardImage
