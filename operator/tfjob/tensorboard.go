@@ -69,7 +69,7 @@ func (Framework) ExtrasStatus(job v1beta1.Job, shown map[string]client.Object, s
 func TensorboardObjects(job *v1beta1.TfJob) (*appsv1.Deployment, *corev1.Service) {
 	tb, name := job.Spec.Tensorboard, job.Name+"-tensorboard"
 	// What selects TensorBoard's pod; each object gets its own copy, as the engine adds labels.
-	labels := map[string]string{v1beta1.LabelJobName: job.Name, v1beta1.LabelJobKind: v1beta1.KindOf(job).Label(), "mlkube.io/tensorboard": "true"}
+	labels := map[string]string{v1beta1.LabelJobName: job.Name, v1beta1.LabelJobKind: v1beta1.KindOf(job).Label(), v1beta1.LabelTensorboard: "true"}
 	image := tb.Image
 	if image == "" {
 		image = DefaultTensorboardImage

@@ -101,6 +101,10 @@ const (
 	LabelReplicaIndex = "mlkube.io/replica-index"
 )
 
+// LabelTensorboard marks the pod of a job's TensorBoard (a TfJob's spec.tensorboard), beside the
+// job's name and kind labels: what the TensorBoard's Deployment and Service select.
+const LabelTensorboard = "mlkube.io/tensorboard"
+
 // Kinds lists every job kind, in Order (TfJob first). Each kind's API file adds itself.
 var Kinds []*Kind
 
