@@ -54,8 +54,9 @@ func (c *Chart) DefaultManagerConfig() (string, error) {
 }
 
 // Objects renders the chart as devctl installs it, for a cluster of Kubernetes kubeVersion
-// (v1.34.4): release Release in namespace Namespace, with the values of Values. They come CRDs
-// first, in the order they apply in (Sort).
+// (v1.34.4): release Release in namespace Namespace, with the values of Values, and the RBAC
+// its manager needs for mlkube's kinds (ManagerRBAC). They come CRDs first, in the order they
+// apply in (Sort).
 func (c *Chart) Objects(s Settings, kubeVersion string) ([]*unstructured.Unstructured, error) {
 	base, err := c.DefaultManagerConfig()
 	if err != nil {
@@ -65,7 +66,17 @@ func (c *Chart) Objects(s Settings, kubeVersion string) ([]*unstructured.Unstruc
 	if err != nil {
 		return nil, err
 	}
-	return c.Render(vals, kubeVersion)
+	objs, err := c.Render(vals, kubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	rbac, err := ManagerRBAC(s.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	objs = append(objs, rbac...)
+	Sort(objs)
+	return objs, nil
 }
 
 // Render renders the chart with vals as `helm template` would, as release Release in namespace

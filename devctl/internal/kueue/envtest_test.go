@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mlkube/mlkube/internal/controlplane"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // kueueAPI starts a control plane with Kueue's CRDs, as the chart renders them, and no Kueue:
@@ -201,5 +203,60 @@ func TestStatusLineAndInstalled(t *testing.T) {
 	}
 	if v, err := Installed(ctx, c); err != nil || v != Version {
 		t.Errorf("Installed %q, %v; want %s", v, err, Version)
+	}
+}
+
+// Kueue's manager may read and watch every kind of the table, by the RBAC devctl adds to what
+// Kueue's chart renders (ManagerRBAC), bound to the chart's own ServiceAccount; the chart alone
+// does not let it, which is why the RBAC is there: asked of a real apiserver's authorizer.
+func TestKueueMayReadEveryKind(t *testing.T) {
+	ctx := context.Background()
+	c := kueueAPI(t)
+	objs, err := loadChart(t).Objects(settings(), "v1.34.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa string
+	apply := func(ours bool) {
+		for _, o := range objs {
+			switch o.GetKind() {
+			case "ServiceAccount":
+				if strings.HasSuffix(o.GetName(), "-controller-manager") {
+					sa = "system:serviceaccount:" + o.GetNamespace() + ":" + o.GetName()
+				}
+			case "ClusterRole", "ClusterRoleBinding":
+				if (o.GetName() == ManagerRBACName) != ours {
+					continue
+				}
+				if err := c.Create(ctx, o.DeepCopy()); err != nil {
+					t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+		}
+	}
+	may := func(verb, resource string) bool {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + Namespace},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: v1beta1.GroupVersion.Group, Resource: resource, Verb: verb},
+		}}
+		if err := c.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	apply(false)
+	if sa == "" {
+		t.Fatal("the chart renders no ServiceAccount for Kueue's manager")
+	}
+	if may("list", v1beta1.Kinds[0].Plural) {
+		t.Errorf("Kueue's chart alone lets %s list %s: ManagerRBAC is needed no more", sa, v1beta1.Kinds[0].Plural)
+	}
+	apply(true)
+	for _, k := range v1beta1.Kinds {
+		for _, verb := range []string{"get", "list", "watch"} {
+			if !may(verb, k.Plural) {
+				t.Errorf("%s may not %s %s", sa, verb, k.Plural)
+			}
+		}
 	}
 }

@@ -28,6 +28,8 @@ const (
 	Release = "kueue"
 	// Deployment is Kueue's manager.
 	Deployment = "kueue-controller-manager"
+	// ServiceAccount is its manager's, which ManagerRBAC binds to.
+	ServiceAccount = "kueue-controller-manager"
 	// ImageName is the image devctl wraps the manager in; its tag is the version and a hash of
 	// the content (v0.17.0-0123456789ab).
 	ImageName = "mlkube/kueue"
