@@ -725,3 +725,31 @@ func envNames(ds appsv1.DaemonSet) []string {
 	}
 	return out
 }
+
+// kueue.enabled runs the operator with --kueue and lets Kueue's manager (its ServiceAccount as
+// the values name it) read and watch every kind of the table; off, neither.
+func TestKueueValues(t *testing.T) {
+	off := render(t)
+	var d appsv1.Deployment
+	toTyped(t, off.must(t, "Deployment", releaseNS, "mlkube-operator"), &d)
+	if slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--kueue") || off.find("ClusterRole", "", "kueue-mlkube-jobs") != nil {
+		t.Errorf("kueue off: args %q, or a ClusterRole for Kueue", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	on := render(t, "kueue.enabled=true", "kueue.managerServiceAccount.namespace=queues", "kueue.managerServiceAccount.name=kueue-manager")
+	toTyped(t, on.must(t, "Deployment", releaseNS, "mlkube-operator"), &d)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--kueue") {
+		t.Errorf("kueue on: args %q lack --kueue", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	var role rbacv1.ClusterRole
+	toTyped(t, on.must(t, "ClusterRole", "", "kueue-mlkube-jobs"), &role)
+	for _, k := range v1beta1.Kinds {
+		if len(role.Rules) != 1 || !slices.Contains(role.Rules[0].Resources, k.Plural) || !slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) {
+			t.Errorf("Kueue's ClusterRole does not let it read and watch %s: %+v", k.Plural, role.Rules)
+		}
+	}
+	var binding rbacv1.ClusterRoleBinding
+	toTyped(t, on.must(t, "ClusterRoleBinding", "", "kueue-mlkube-jobs"), &binding)
+	if s := binding.Subjects; len(s) != 1 || s[0].Kind != "ServiceAccount" || s[0].Namespace != "queues" || s[0].Name != "kueue-manager" {
+		t.Errorf("Kueue's ClusterRoleBinding binds %+v, want the ServiceAccount queues/kueue-manager", s)
+	}
+}
