@@ -43,7 +43,10 @@ func (e *Reconciler) suspend(p *pass) {
 	note := fmt.Sprintf("runPolicy.suspend is true: deleted %s; none is created until it is false", count(deleting, "unfinished pod"))
 	if q := p.queue; q != nil {
 		reason, msg = q.reason, q.message
-		note = fmt.Sprintf("%s; deleted %s", q.message, count(deleting, "unfinished pod"))
+		note = q.message
+		if deleting > 0 {
+			note = fmt.Sprintf("%s; deleted %s", q.message, count(deleting, "unfinished pod"))
+		}
 	}
 	first := !meta.IsStatusConditionTrue(status.Conditions, v1beta1.JobSuspended) ||
 		meta.FindStatusCondition(status.Conditions, v1beta1.JobSuspended).Reason != reason
