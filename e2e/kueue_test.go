@@ -55,13 +55,16 @@ func TestKueue(t *testing.T) {
 	flavor := &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "e2e-pool"}}
 	flavor.Spec.NodeLabels = map[string]string{"mlkube.io/e2e-pool": "a"}
 	must(t, c.Create(ctx, flavor))
-	// Room for one job of two 500m replicas, not two; a job of higher priority preempts.
+	// Room for one job of two 100m replicas, not two; a job of higher priority preempts. Small
+	// requests: the node's own CPU, about half of it free beside the control plane, must hold
+	// what this queue and devctl's (whose samples request none) admit at once, or an admitted
+	// pod would stay unschedulable and be evicted when its PodsReady timeout runs out.
 	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "e2e-small"}}
 	cq.Spec.NamespaceSelector = &metav1.LabelSelector{}
 	cq.Spec.Preemption = &kueue.ClusterQueuePreemption{WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
 	cq.Spec.ResourceGroups = []kueue.ResourceGroup{{
 		CoveredResources: []corev1.ResourceName{corev1.ResourceCPU},
-		Flavors:          []kueue.FlavorQuotas{{Name: "e2e-pool", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("1500m")}}}},
+		Flavors:          []kueue.FlavorQuotas{{Name: "e2e-pool", Resources: []kueue.ResourceQuota{{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("300m")}}}},
 	}}
 	must(t, c.Create(ctx, cq))
 	lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "small"}}
@@ -138,7 +141,7 @@ func quotaThenPreemption(t *testing.T, c client.Client, ns string) {
 	})
 
 	t.Run("preemption: a job of higher priority evicts a running one, which resumes and succeeds", func(t *testing.T) {
-		low := startDevctl(t, "run", queuedJob(t, "low", "small", "e2e-low", "--step-delay=300ms"), "-n", ns)
+		low := startDevctl(t, "run", queuedJob(t, "low", "small", "e2e-low", "--step-delay=1s"), "-n", ns)
 		waitPhase(t, c, ns, "low", "running", func(j *v1beta1.TfJob) error {
 			if n := runningPods(jobPods(t, c, ns, "low")); n != 2 {
 				return fmt.Errorf("%d of 2 pods running", n)
@@ -204,7 +207,7 @@ spec:
         containers:
         - name: tensorflow
           image: localhost:5001/mlkube-e2e/nobody-has-this:v0
-          resources: {requests: {cpu: 500m}}
+          resources: {requests: {cpu: 100m}}
 `)
 		must(t, applyFile(t, c, file, ns))
 		j := waitPhase(t, c, ns, "nopull", "evicted for pods not ready", func(j *v1beta1.TfJob) error {
@@ -303,7 +306,7 @@ func kubectl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// queuedJob writes a TfJob of a master and a worker of 500m CPU each, in LocalQueue queue, of
+// queuedJob writes a TfJob of a master and a worker of 100m CPU each, in LocalQueue queue, of
 // WorkloadPriorityClass priority ("" none).
 func queuedJob(t *testing.T, name, queue, priority string, args ...string) string {
 	t.Helper()
@@ -312,7 +315,7 @@ func queuedJob(t *testing.T, name, queue, priority string, args ...string) strin
 		labels += ", kueue.x-k8s.io/priority-class: " + priority
 	}
 	container := trainer(args...) + `
-          resources: {requests: {cpu: 500m}}`
+          resources: {requests: {cpu: 100m}}`
 	return manifest(t, fmt.Sprintf(`
 apiVersion: mlkube.io/v1beta1
 kind: TfJob
