@@ -33,9 +33,8 @@ import (
 // put into the node is taken out again at the end, and the accelerator config restored.
 
 const (
-	gpuDriverAnnotation = "mlkube.io/gpu-driver"
-	gpuResource         = corev1.ResourceName("nvidia.com/gpu")
-	fakeDriverVersion   = "550.54.15"
+	gpuResource       = corev1.ResourceName("nvidia.com/gpu")
+	fakeDriverVersion = "550.54.15"
 	// fakeLibDir is where Debian's packages and NVIDIA's installer put the driver's libraries.
 	fakeLibDir = "/usr/lib/x86_64-linux-gnu"
 )
@@ -479,12 +478,12 @@ func report(ctx context.Context, c client.Client, node string) (gpuReport, error
 	if err := c.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 		return r, err
 	}
-	raw, ok := n.Annotations[gpuDriverAnnotation]
+	raw, ok := n.Annotations[accelerator.NodeAnnotation]
 	if !ok {
-		return r, fmt.Errorf("node %s has no %s annotation yet", node, gpuDriverAnnotation)
+		return r, fmt.Errorf("node %s has no %s annotation yet", node, accelerator.NodeAnnotation)
 	}
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return r, fmt.Errorf("annotation %s: %v: %s", gpuDriverAnnotation, err, raw)
+		return r, fmt.Errorf("annotation %s: %v: %s", accelerator.NodeAnnotation, err, raw)
 	}
 	return r, nil
 }

@@ -102,6 +102,8 @@ func Conformance(t *testing.T, k Kind) {
 			return nil
 		})
 		Get(t, ns, "env", job)
+		// The label keys are spelled out, not taken from v1beta1: they are what kubectl users,
+		// devctl, the dashboard and Kueue select by, so a renamed constant must fail here.
 		if ref := svc.OwnerReferences; svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses ||
 			svc.Spec.Selector["mlkube.io/job-name"] != "env" || len(ref) != 1 || ref[0].UID != job.GetUID() {
 			t.Errorf("the job's service: %+v, owners %+v", svc.Spec, ref)

@@ -33,6 +33,10 @@ type Accelerator struct {
 // LayoutLabel is the Node label where nodeprobe puts the ID of the node's driver layout.
 const LayoutLabel = "mlkube.io/gpu-driver-layout"
 
+// NodeAnnotation is the Node annotation where each node's nodeprobe says, as JSON, what it found
+// (nodeprobe's publish.NodeSummary); devctl status reads it back.
+const NodeAnnotation = "mlkube.io/gpu-driver"
+
 // Volume is a host directory mounted read-only into the container.
 type Volume struct {
 	Name      string `json:"name"`

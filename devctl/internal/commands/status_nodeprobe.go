@@ -18,9 +18,6 @@ import (
 
 // The lines of `devctl status` about nodeprobe and what it found (docs/nodeprobe.md).
 
-// gpuDriverAnnotation is where each node's nodeprobe says what it found, as JSON.
-const gpuDriverAnnotation = "mlkube.io/gpu-driver"
-
 // nodeprobeHealth is the DaemonSet's line of `devctl status`.
 func nodeprobeHealth(ctx context.Context, kube client.Client) string {
 	ds := &appsv1.DaemonSet{}
@@ -74,7 +71,7 @@ func describeGPUs(config string, nodes []corev1.Node) string {
 	var gpuNodes []string
 	probed := 0
 	for _, n := range nodes {
-		raw, ok := n.Annotations[gpuDriverAnnotation]
+		raw, ok := n.Annotations[accelerator.NodeAnnotation]
 		if !ok {
 			continue
 		}

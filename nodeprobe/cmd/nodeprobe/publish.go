@@ -18,6 +18,7 @@ import (
 
 	"github.com/mlkube/mlkube/nodeprobe/internal/driver"
 	"github.com/mlkube/mlkube/nodeprobe/internal/publish"
+	"github.com/mlkube/mlkube/operator/accelerator"
 )
 
 type publishOptions struct {
@@ -34,7 +35,7 @@ func publishCommand() *cobra.Command {
 		Use:   "publish --namespace NS --configmap NAME --node NODE",
 		Short: "Probe this node again and again; annotate it and keep the operator's ConfigMap up to date",
 		Long: "publish is the DaemonSet mode. Each probe records the finding on this node (annotation\n" +
-			publish.AnnotationKey + ") and in the ConfigMap the operator reads (key " + publish.KeyConfig + "). A node\n" +
+			accelerator.NodeAnnotation + ") and in the ConfigMap the operator reads (key " + publish.KeyConfig + "). A node\n" +
 			"without a GPU only annotates itself. Nodes that disagree on the driver's paths are listed in\n" +
 			"the ConfigMap's " + publish.KeyConflicts + "; the layout most GPU nodes report is published.\n" +
 			"It exits 0 on SIGTERM, and when the node's libnvidia-ml changes (to load the new one on restart).",

@@ -48,8 +48,8 @@ func TestPublishUntilSIGTERM(t *testing.T) {
 		if err := k8s.Get(context.Background(), types.NamespacedName{Name: "gpu-node"}, &n); err != nil {
 			return err
 		}
-		if !strings.Contains(n.Annotations[publish.AnnotationKey], `"gpus":2`) {
-			return fmt.Errorf("annotation %q", n.Annotations[publish.AnnotationKey])
+		if !strings.Contains(n.Annotations[accelerator.NodeAnnotation], `"gpus":2`) {
+			return fmt.Errorf("annotation %q", n.Annotations[accelerator.NodeAnnotation])
 		}
 		return nil
 	})
@@ -105,7 +105,7 @@ func TestPublishOnceWithoutDriver(t *testing.T) {
 	if err := k8s.Get(context.Background(), types.NamespacedName{Name: "cpu-node"}, &n); err != nil {
 		t.Fatal(err)
 	}
-	if a := n.Annotations[publish.AnnotationKey]; !strings.HasPrefix(a, `{"gpu":false,"reason":"no NVIDIA driver found on this node`) {
+	if a := n.Annotations[accelerator.NodeAnnotation]; !strings.HasPrefix(a, `{"gpu":false,"reason":"no NVIDIA driver found on this node`) {
 		t.Errorf("annotation %q", a)
 	}
 	var cm corev1.ConfigMap

@@ -13,9 +13,6 @@ import (
 	"github.com/mlkube/mlkube/operator/accelerator"
 )
 
-// AnnotationKey is the Node annotation where each node's nodeprobe says what it found.
-const AnnotationKey = "mlkube.io/gpu-driver"
-
 // NodeSummary is the annotation's JSON value: enough to tell, with kubectl, which nodes have
 // which driver where, and why a node has none.
 type NodeSummary struct {
@@ -76,7 +73,7 @@ func (p *Publisher) annotate(ctx context.Context, node string, s NodeSummary) (b
 		return false, fmt.Errorf("reading node %s: %w", node, err)
 	}
 	label, labelled := n.Labels[accelerator.LayoutLabel]
-	if n.Annotations[AnnotationKey] == string(value) && label == s.Layout && labelled == (s.Layout != "") {
+	if n.Annotations[accelerator.NodeAnnotation] == string(value) && label == s.Layout && labelled == (s.Layout != "") {
 		return false, nil
 	}
 	var layout any // null removes the label
@@ -84,7 +81,7 @@ func (p *Publisher) annotate(ctx context.Context, node string, s NodeSummary) (b
 		layout = s.Layout
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{AnnotationKey: string(value)},
+		"annotations": map[string]string{accelerator.NodeAnnotation: string(value)},
 		"labels":      map[string]any{accelerator.LayoutLabel: layout},
 	}})
 	if err != nil {

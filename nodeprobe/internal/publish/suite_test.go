@@ -146,8 +146,8 @@ func summary(t *testing.T, node string) (NodeSummary, *corev1.Node) {
 	var n corev1.Node
 	must(t, k8s.Get(context.Background(), types.NamespacedName{Name: node}, &n))
 	var s NodeSummary
-	if v, ok := n.Annotations[AnnotationKey]; !ok {
-		t.Fatalf("node %s has no %s annotation", node, AnnotationKey)
+	if v, ok := n.Annotations[accelerator.NodeAnnotation]; !ok {
+		t.Fatalf("node %s has no %s annotation", node, accelerator.NodeAnnotation)
 	} else if err := json.Unmarshal([]byte(v), &s); err != nil {
 		t.Fatalf("annotation %q: %v", v, err)
 	}
