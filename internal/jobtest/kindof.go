@@ -16,11 +16,11 @@ import (
 
 // KindOf is the conformance kit of a framework's kind, made from its entry in v1beta1.Kinds
 // alone, so that every registered kind runs the same suite with no code of its own: a job of
-// three replicas (kitGroups), replica 0 of its first type deciding, and the check that every
+// three replicas (kitGroups), replica 0 of its first decider deciding, and the check that every
 // replica's training container got exactly the env its framework gives that replica.
 func KindOf(fw replicajob.Framework) Kind {
 	k := fw.Kind()
-	decider := k.Types[0]
+	decider := k.Deciders[0]
 	groups := kitGroups(k)
 	other := groups[len(groups)-1].Type
 	otherFrom := 0
@@ -47,15 +47,12 @@ func KindOf(fw replicajob.Framework) Kind {
 					t.Errorf("pod %s container %s env\n%+v\nwant the framework's\n%+v", pod.Name, c.Name, c.Env, want)
 				}
 			}
-			if got := fw.Decider(job.(v1beta1.Job).Groups()); got != decider {
-				t.Errorf("%s decides, want %s", got, decider)
-			}
 		},
 	}
 }
 
 // kitGroups are the replica groups of the kit's job of kind k, three replicas in all: one of its
-// first type, which decides, and two WORKERs; or, for a kind of one replica type, one group of
+// first decider, and two WORKERs; or, for a kind of one replica type, one group of
 // three, whose replica 0 decides.
 func kitGroups(k *v1beta1.Kind) []Group {
 	tmpl := map[string]any{"spec": map[string]any{"containers": []any{
@@ -64,7 +61,7 @@ func kitGroups(k *v1beta1.Kind) []Group {
 	if len(k.Types) == 1 {
 		return []Group{{Type: k.Types[0], Replicas: 3, Template: tmpl}}
 	}
-	return []Group{{Type: k.Types[0], Replicas: 1, Template: tmpl}, {Type: "WORKER", Replicas: 2, Template: tmpl}}
+	return []Group{{Type: k.Deciders[0], Replicas: 1, Template: tmpl}, {Type: "WORKER", Replicas: 2, Template: tmpl}}
 }
 
 // newJob builds the kit's job of kind k (kitGroups) as a manifest would spell it, so that it

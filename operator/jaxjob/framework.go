@@ -25,10 +25,6 @@ var _ replicajob.Framework = Framework{}
 // Kind is JAXJob.
 func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.JAXJob{}) }
 
-// Decider is the workers: worker 0 is process 0, the coordinator, and ends the training for
-// everyone.
-func (Framework) Decider([]replicajob.Replica) string { return string(v1beta1.JAXReplicaWorker) }
-
 // Env is what Kubeflow's JAXJob sets on every replica, under the same names: where the
 // coordinator (worker 0, process 0) listens, how many processes there are and which one this is
 // (worker i is process i). A process passes them to jax.distributed.initialize as

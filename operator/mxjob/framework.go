@@ -25,9 +25,6 @@ var _ replicajob.Framework = Framework{}
 // Kind is MXJob.
 func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.MXJob{}) }
 
-// Decider is the scheduler: MXNet's scheduler exits once every worker has finished.
-func (Framework) Decider([]replicajob.Replica) string { return string(v1beta1.MXReplicaScheduler) }
-
 // Env is what MXNet's parameter-server runtime (ps-lite) reads to join the cluster: the
 // replica's role, where the scheduler is, and how many servers and workers to wait for.
 func (Framework) Env(c replicajob.Cluster, typ string, index int) []corev1.EnvVar {

@@ -35,7 +35,4 @@ func TestEnv(t *testing.T) {
 	if env := fw.Env(noServers, "WORKER", 0); env[3].Name != "DMLC_NUM_SERVER" || env[3].Value != "0" {
 		t.Errorf("no servers: %+v", env)
 	}
-	if fw.Decider(groups) != "SCHEDULER" {
-		t.Error("the scheduler must decide")
-	}
 }

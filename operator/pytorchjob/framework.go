@@ -25,9 +25,6 @@ var _ replicajob.Framework = Framework{}
 // Kind is PyTorchJob.
 func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.PyTorchJob{}) }
 
-// Decider is the master: rank 0 ends the training for everyone.
-func (Framework) Decider([]replicajob.Replica) string { return string(v1beta1.PyTorchReplicaMaster) }
-
 // Env is what torch.distributed's env:// rendezvous reads: where rank 0 listens, how many ranks
 // there are and which one this is. The master is rank 0, worker i is rank i+1. torchrun reads
 // the same facts as PET_* (one process per pod: PET_NPROC_PER_NODE 1, a node per replica).

@@ -1,8 +1,8 @@
 // Package replicajob is the one reconcile engine behind every job kind mlkube runs. A job is a
 // set of replica groups; the engine owns their pods and headless services, restarts replicas by
 // exit code, enforces backoff, deadline, TTL and clean-pod policy, aggregates status and records
-// events. A framework (TfJob, MXJob, PyTorchJob) plugs in only what differs: the env each pod
-// gets, which replica decides success, and any objects besides the replicas that its jobs need.
+// events. A framework plugs in only what differs: the env each pod gets and any objects besides
+// the replicas that its jobs need; which replica decides success is in the kind's table entry.
 package replicajob
 
 import (
@@ -21,8 +21,6 @@ type Replica = v1beta1.ReplicaGroup
 type Framework interface {
 	// Kind is the job kind this framework runs.
 	Kind() *v1beta1.Kind
-	// Decider is the replica type whose replica 0 decides that the job succeeded.
-	Decider(replicas []Replica) string
 	// Env is the environment of the training container of replica (typ, index) of c, a job the
 	// engine checked against its CRD (cluster.go): a framework trusts it and checks nothing.
 	Env(c Cluster, typ string, index int) []corev1.EnvVar

@@ -15,7 +15,7 @@ import (
 // decideOutcome reads the replicas' verdicts and records in status what follows from them:
 // counted restarts, and the job's outcome. It returns the events that explain each decision.
 func (e *Reconciler) decideOutcome(job client.Object, replicas []*replica, policy v1beta1.RunPolicy, status *v1beta1.JobStatus, now metav1.Time) []event {
-	decider := e.Framework.Decider(groupsOf(replicas))
+	decider := e.Framework.Kind().Decider(groupsOf(replicas))
 	for _, r := range replicas {
 		if r.pod != nil && r.group.Type == decider && r.index == 0 && r.verdict.Outcome == Succeeded {
 			msg := fmt.Sprintf("%s %d exited 0", strings.ToLower(decider), 0)

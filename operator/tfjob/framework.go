@@ -25,17 +25,6 @@ var _ replicajob.Extension = Framework{}
 // Kind is TfJob.
 func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.TfJob{}) }
 
-// Decider is the MASTER or CHIEF when there is one, else WORKER: its replica 0 exiting 0 means
-// the training is done. Parameter servers never end on their own, so they never decide.
-func (Framework) Decider(replicas []replicajob.Replica) string {
-	for _, r := range replicas {
-		if r.Type == string(v1beta1.TfReplicaMaster) || r.Type == string(v1beta1.TfReplicaChief) {
-			return r.Type
-		}
-	}
-	return string(v1beta1.TfReplicaWorker)
-}
-
 // Env is TF_CONFIG for the replica.
 func (Framework) Env(c replicajob.Cluster, typ string, index int) []corev1.EnvVar {
 	return []corev1.EnvVar{{Name: "TF_CONFIG", Value: TFConfig(c, typ, index)}}

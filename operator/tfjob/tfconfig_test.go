@@ -44,26 +44,6 @@ func TestTFConfig(t *testing.T) {
 	}
 }
 
-func TestDecider(t *testing.T) {
-	fw := tfjob.Framework{}
-	for _, tc := range []struct {
-		types []v1beta1.TfReplicaType
-		want  string
-	}{
-		{[]v1beta1.TfReplicaType{"PS", "WORKER", "MASTER"}, "MASTER"},
-		{[]v1beta1.TfReplicaType{"CHIEF", "WORKER"}, "CHIEF"},
-		{[]v1beta1.TfReplicaType{"WORKER", "PS", "EVALUATOR"}, "WORKER"},
-	} {
-		job := &v1beta1.TfJob{}
-		for _, typ := range tc.types {
-			job.Spec.ReplicaSpecs = append(job.Spec.ReplicaSpecs, v1beta1.TfReplicaSpec{TfReplicaType: typ})
-		}
-		if got := fw.Decider(job.Groups()); got != tc.want {
-			t.Errorf("%v: decider %s, want %s", tc.types, got, tc.want)
-		}
-	}
-}
-
 func TestReplicasApplyDefaults(t *testing.T) {
 	job := &v1beta1.TfJob{}
 	job.Spec.ReplicaSpecs = []v1beta1.TfReplicaSpec{{TfReplicaType: "WORKER"}}

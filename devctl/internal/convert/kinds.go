@@ -19,9 +19,8 @@ type jobKind struct {
 // facts are a kind's part of the table below: what convert alone knows of it. What today's
 // kind is (its keys, types, container and default port) is v1beta1's table's.
 type facts struct {
-	// deciders are the types whose replica 0 ends the job today, the first present winning;
-	// decides says the rule in words, and advice what to do when an old job wanted another.
-	deciders        []string
+	// decides says in words which replica ends the job today (the kind's Deciders), and advice
+	// what to do when an old job wanted another.
 	decides, advice string
 	// tensorboard: today's kind has spec.tensorboard, which the list form had too.
 	tensorboard bool
@@ -36,7 +35,6 @@ type facts struct {
 // (kinds panics otherwise, and TestEveryKindHasFacts says so sooner).
 var table = map[string]facts{
 	"TfJob": {
-		deciders:    []string{"MASTER", "CHIEF", "WORKER"},
 		decides:     "the MASTER or CHIEF decides, or else worker 0",
 		advice:      ". To keep the old behaviour, make that replica the MASTER group (one replica)",
 		tensorboard: true,
@@ -52,9 +50,8 @@ var table = map[string]facts{
 		},
 	},
 	"MXJob": {
-		deciders: []string{"SCHEDULER"},
-		decides:  "the SCHEDULER decides (MXNet's scheduler exits once every worker has finished)",
-		list:     mxList,
+		decides: "the SCHEDULER decides (MXNet's scheduler exits once every worker has finished)",
+		list:    mxList,
 		kubeflow: &kubeflowKind{
 			kind: "MXJob", versions: []string{"v1", "v1beta1", "v1alpha2"}, specsKey: "mxReplicaSpecs",
 			types:    []kubeflowType{{"Scheduler", "SCHEDULER"}, {"Server", "SERVER"}, {"Worker", "WORKER"}},
@@ -65,9 +62,8 @@ var table = map[string]facts{
 		},
 	},
 	"PyTorchJob": {
-		deciders: []string{"MASTER"},
-		decides:  "the MASTER (rank 0) decides",
-		list:     todaysList,
+		decides: "the MASTER (rank 0) decides",
+		list:    todaysList,
 		kubeflow: &kubeflowKind{
 			kind: "PyTorchJob", versions: []string{"v1", "v1beta2", "v1beta1", "v1alpha2"}, specsKey: "pytorchReplicaSpecs",
 			types:    []kubeflowType{{"Master", "MASTER"}, {"Worker", "WORKER"}},
@@ -81,9 +77,8 @@ var table = map[string]facts{
 		},
 	},
 	"JAXJob": {
-		deciders: []string{"WORKER"},
-		decides:  "worker 0 (JAX process 0, the coordinator) decides",
-		list:     todaysList,
+		decides: "worker 0 (JAX process 0, the coordinator) decides",
+		list:    todaysList,
 		// Kubeflow's JAXJob (training-operator v1.9, kubeflow.org/v1 only): one replica type,
 		// Worker; the jax container's port named jaxjob-port, else 6666; restartPolicy Never.
 		kubeflow: &kubeflowKind{
@@ -126,16 +121,6 @@ func kindOf(job v1beta1.Job) *jobKind {
 		}
 	}
 	return nil
-}
-
-// decider is the type whose replica 0 ends a job of these types today; "" when none can.
-func (k *jobKind) decider(types []string) string {
-	for _, d := range k.deciders {
-		if slices.Contains(types, d) {
-			return d
-		}
-	}
-	return ""
 }
 
 // todaysList is the list form of a kind that had no other: today's API, read when a manifest is

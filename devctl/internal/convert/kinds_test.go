@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,7 @@ func TestEveryKindHasFacts(t *testing.T) {
 				types = append(types, kt.typ)
 			}
 		}
-		for _, typ := range append(types, k.deciders...) {
+		for _, typ := range append(types, k.Deciders...) {
 			tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: k.Container, Image: "x"}}}}
 			job, err := k.build(metav1.ObjectMeta{Name: "j"}, []replicaGroup{{typ: typ, replicas: 1, template: tmpl}}, map[string]any{})
 			if err != nil {
@@ -50,6 +51,12 @@ func TestEveryKindHasFacts(t *testing.T) {
 		}
 		if got := kindOf(k.New()); got != k {
 			t.Errorf("kindOf(%s) = %v", k.Name, got)
+		}
+		// decides restates the table's Deciders in words for a warning: it must name them all.
+		for _, d := range k.Deciders {
+			if !strings.Contains(strings.ToLower(k.decides), strings.ToLower(d)) {
+				t.Errorf("%s: %q does not name the decider %s", k.Name, k.decides, d)
+			}
 		}
 	}
 }

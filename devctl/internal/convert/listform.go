@@ -283,11 +283,11 @@ func (r *listRead) group(path string, v any) (g replicaGroup, keep, portDefaulte
 // kinds fix (the kind's deciders), and says when the old choice, or the old default, differs.
 func (r *listRead) terminationPolicy() error {
 	k, keys := r.kind, r.kind.list.keys
-	var types []string
+	var groups []v1beta1.ReplicaGroup
 	for _, g := range r.groups {
-		types = append(types, g.typ)
+		groups = append(groups, v1beta1.ReplicaGroup{Type: g.typ})
 	}
-	decider := k.decider(types)
+	decider := k.Decider(groups)
 	tp, ok, err := r.spec.object(keys.terminationPolicy...)
 	if err != nil || len(keys.terminationPolicy) == 0 {
 		return err
@@ -327,7 +327,7 @@ func (r *listRead) terminationPolicy() error {
 // now says which replica decides the converted job, where the kind's rule has a choice.
 func (r *listRead) now(decider string) string {
 	switch {
-	case len(r.kind.deciders) < 2:
+	case len(r.kind.Deciders) < 2:
 		return ""
 	case decider == "":
 		return " (no group can decide as the job stands)"

@@ -121,6 +121,8 @@ type JAXJobList struct {
 var jaxJobKind = &Kind{
 	Name: "JAXJob", Plural: "jaxjobs", Container: JAXContainerName, TypeField: "jaxReplicaType", PortField: "port",
 	Types: []string{string(JAXReplicaWorker)},
+	// Worker 0 is process 0, the coordinator, and ends the training for everyone.
+	Deciders: []string{string(JAXReplicaWorker)},
 	// Worker 0's coordination service listens on it when port is unset (Kubeflow's JAXJobDefaultPort).
 	DefaultPort: 6666,
 	Order:       4,

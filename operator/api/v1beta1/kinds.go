@@ -62,9 +62,11 @@ type Kind struct {
 	// defaults the field to it through a +kubebuilder:default marker, which cannot read Go
 	// values; TestEachCRDMatchesItsGoTypes (operator/config) holds the two together.
 	DefaultPort int32
-	// Types are the replica types, as the CRD's enum lists them; the first decides a job that
-	// has it (the framework's Decider says when).
+	// Types are the replica types, as the CRD's enum lists them.
 	Types []string
+	// Deciders are the types whose replica 0 decides that a job succeeded: the first of them
+	// that the job has (Decider). The CRD requires a job to have one.
+	Deciders []string
 	// Order is where the kind is listed: in the order kinds were added to mlkube.
 	Order int
 	// New and NewList make empty objects of the kind.
@@ -88,6 +90,20 @@ func (k *Kind) GVR() schema.GroupVersionResource { return GroupVersion.WithResou
 
 // CRD is the name of the kind's CustomResourceDefinition: tfjobs.mlkube.io.
 func (k *Kind) CRD() string { return k.Plural + "." + GroupVersion.Group }
+
+// Decider is the replica type whose replica 0 exiting 0 ends a job of these groups in success:
+// the first of the kind's Deciders that the job has, or "" when it has none (a job the CRD
+// did not check, read from a file).
+func (k *Kind) Decider(groups []ReplicaGroup) string {
+	for _, d := range k.Deciders {
+		for _, g := range groups {
+			if g.Type == d {
+				return d
+			}
+		}
+	}
+	return ""
+}
 
 // Ref names a job of the kind the way kubectl does: "mxjob/mx-distributed".
 func (k *Kind) Ref(name string) string { return k.Label() + "/" + name }

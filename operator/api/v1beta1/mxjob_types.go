@@ -119,6 +119,8 @@ type MXJobList struct {
 var mxJobKind = &Kind{
 	Name: "MXJob", Plural: "mxjobs", Container: MXContainerName, TypeField: "mxReplicaType", PortField: "port",
 	Types: []string{string(MXReplicaScheduler), string(MXReplicaServer), string(MXReplicaWorker)},
+	// MXNet's scheduler exits once every worker has finished.
+	Deciders: []string{string(MXReplicaScheduler)},
 	// Each replica listens on it when port is unset; the scheduler's is DMLC_PS_ROOT_PORT.
 	DefaultPort: 9091,
 	Order:       2,

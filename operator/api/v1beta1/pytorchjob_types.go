@@ -118,6 +118,8 @@ type PyTorchJobList struct {
 var pyTorchJobKind = &Kind{
 	Name: "PyTorchJob", Plural: "pytorchjobs", Container: PyTorchContainerName, TypeField: "pytorchReplicaType", PortField: "port",
 	Types: []string{string(PyTorchReplicaMaster), string(PyTorchReplicaWorker)},
+	// The master, rank 0, ends the training for everyone.
+	Deciders: []string{string(PyTorchReplicaMaster)},
 	// The master's rendezvous listens on it when port is unset.
 	DefaultPort: 23456,
 	Order:       3,

@@ -168,6 +168,10 @@ type TfJobList struct {
 var tfJobKind = &Kind{
 	Name: "TfJob", Plural: "tfjobs", Container: TfContainerName, TypeField: "tfReplicaType", PortField: "tfPort",
 	Types: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker), string(TfReplicaPS), string(TfReplicaEvaluator)},
+	// The MASTER or CHIEF (a job has at most one of them) ends the training for everyone; without
+	// one, worker 0 does, as Kubeflow's TFJob had it. Parameter servers never end on their own, so
+	// they never decide.
+	Deciders: []string{string(TfReplicaMaster), string(TfReplicaChief), string(TfReplicaWorker)},
 	// TensorFlow's gRPC server listens on it in each pod when tfPort is unset.
 	DefaultPort: 2222,
 	Order:       1,

@@ -2,12 +2,15 @@ package ui
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -62,25 +65,29 @@ func newJobView(st styles, key kube.JobKey, watch int) jobView {
 	}
 }
 
-// replicaOrder puts the deciding types first, then as the API lists them.
-var replicaOrder = map[string]int{"master": 0, "chief": 1, "scheduler": 2, "worker": 3, "server": 4, "ps": 5, "evaluator": 6}
+// rank places a replica type of the job's kind: its deciding types first, then the others as
+// its CRD lists them, then types the kind does not know (a pod labelled by hand).
+func rank(kind *v1beta1.Kind, typ string) int {
+	if kind == nil {
+		return 0
+	}
+	for i, t := range append(slices.Clip(kind.Deciders), kind.Types...) {
+		if strings.EqualFold(t, typ) {
+			return i
+		}
+	}
+	return math.MaxInt
+}
 
 func (v *jobView) sortReplicas() {
 	v.shown = v.shown[:0]
 	for _, r := range v.replicas {
 		v.shown = append(v.shown, r)
 	}
+	kind := v1beta1.KindNamed(v.key.Kind)
 	sort.Slice(v.shown, func(a, b int) bool {
 		x, y := v.shown[a], v.shown[b]
-		ox, okx := replicaOrder[x.Type]
-		oy, oky := replicaOrder[y.Type]
-		if !okx {
-			ox = 99
-		}
-		if !oky {
-			oy = 99
-		}
-		if ox != oy {
+		if ox, oy := rank(kind, x.Type), rank(kind, y.Type); ox != oy {
 			return ox < oy
 		}
 		if x.Type != y.Type {

@@ -1,0 +1,43 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mlkube/mlkube/tui/internal/kube"
+)
+
+// A job's replicas are listed deciders first, then as the kind's CRD lists its types: the row
+// that ends the job is the one a user looks for.
+func TestReplicasDecidersFirst(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		types []string // as the pods are labelled, in no order
+		want  string
+	}{
+		{"TfJob", []string{"ps", "evaluator", "worker", "chief", "worker"}, "chief-0 worker-0 worker-1 ps-0 evaluator-0"},
+		{"TfJob", []string{"ps", "worker", "worker"}, "worker-0 worker-1 ps-0"},
+		{"MXJob", []string{"worker", "server", "scheduler"}, "scheduler-0 server-0 worker-0"},
+		{"PyTorchJob", []string{"worker", "worker", "master"}, "master-0 worker-0 worker-1"},
+		{"TfJob", []string{"sidecar", "master"}, "master-0 sidecar-0"}, // a type the kind does not know goes last
+	} {
+		v := newJobView(newStyles(true), kube.JobKey{Kind: tc.kind, Namespace: "ns", Name: "j"}, 0)
+		count := map[string]int{}
+		for _, typ := range tc.types {
+			name := fmt.Sprintf("j-%s-%d", typ, count[typ])
+			r := &kube.Replica{Type: typ, Index: count[typ]}
+			r.Name = name
+			v.replicas[name] = r
+			count[typ]++
+		}
+		v.sortReplicas()
+		var got []string
+		for _, r := range v.shown {
+			got = append(got, fmt.Sprintf("%s-%d", r.Type, r.Index))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: %s, want %s", tc.kind, strings.Join(got, " "), tc.want)
+		}
+	}
+}
