@@ -8,6 +8,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mlkube/mlkube/operator/eventtime"
 )
 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=list
@@ -62,7 +64,8 @@ func (e *Reconciler) mountFailures(ctx context.Context, ns string, mem *memory, 
 		latest := map[types.UID]time.Time{}
 		for i := range list.Items {
 			ev := &list.Items[i]
-			uid, at := ev.Regarding.UID, eventTime(ev)
+			uid := ev.Regarding.UID
+			at, _ := eventtime.Last(ev)
 			if !ours[uid] || at.Before(latest[uid]) {
 				continue // another job's pod, or older than one already read
 			}
@@ -94,17 +97,4 @@ func creatingSince(pod *corev1.Pod) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// eventTime is when an event last happened, in whichever field its reporter filled.
-func eventTime(ev *eventsv1.Event) time.Time {
-	switch {
-	case ev.Series != nil:
-		return ev.Series.LastObservedTime.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	case !ev.DeprecatedLastTimestamp.IsZero():
-		return ev.DeprecatedLastTimestamp.Time
-	}
-	return ev.CreationTimestamp.Time
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/eventtime"
 )
 
 // The transforms run on every object a watch receives, before the informer stores it. They
@@ -152,21 +153,8 @@ func EventFrom(e *eventsv1.Event) *Event {
 		Type:         e.Type,
 		Reason:       e.Reason,
 		Note:         e.Note,
-		Count:        1,
 	}
-	switch {
-	case e.Series != nil:
-		r.Count, r.Last = e.Series.Count, e.Series.LastObservedTime.Time
-	case !e.EventTime.IsZero():
-		r.Last = e.EventTime.Time
-	case !e.DeprecatedLastTimestamp.IsZero():
-		r.Last = e.DeprecatedLastTimestamp.Time
-		if e.DeprecatedCount > 0 {
-			r.Count = e.DeprecatedCount
-		}
-	default:
-		r.Last = e.CreationTimestamp.Time
-	}
+	r.Last, r.Count = eventtime.Last(e)
 	return r
 }
 
