@@ -134,12 +134,12 @@ func dropRules(crd any, drop func(rule string) bool) {
 }
 
 // cutTemplateSchema replaces each replica group's pod template schema by one that keeps
-// unknown fields unchecked and declares only the container names the CEL rules read. The rules
-// that compare a group's template field by field with its old self (what hack/crdimmutable
-// generates) go too: they name fields the cut schema no longer declares, so they would not
-// compile, and the spec's own rule still compares the groups whole.
+// unknown fields unchecked and declares only its containers' names. Every rule that reads the
+// template goes with it (the containers' images, the hostname, what hack/crdimmutable generates
+// to compare a group field by field): they name fields the cut schema no longer declares, so
+// they would not compile. The spec's own rule still compares the groups whole.
 func cutTemplateSchema(crd any) {
-	dropRules(crd, func(rule string) bool { return strings.Contains(rule, "oldSelf.?template") })
+	dropRules(crd, func(rule string) bool { return strings.Contains(rule, "template") })
 	open := func(props map[string]any) map[string]any {
 		return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": props}
 	}
