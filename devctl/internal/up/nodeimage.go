@@ -30,6 +30,9 @@ func (u *up) chooseNodeImage(ctx context.Context) error {
 		return steps.Done("Cluster %s exists: its nodes keep their image", u.opts.Name)
 	}
 	if u.opts.NodeImage != "" {
+		if u.published = kindsOwn(u.opts.NodeImage); u.published {
+			return steps.Done("Node image %s, as --image gives: kind's own, so a single node gets kind's pod network (kindnet)", u.opts.NodeImage)
+		}
 		return steps.Done("Node image %s, as --image gives", u.opts.NodeImage)
 	}
 	published := publishedNodeImage()
@@ -57,6 +60,17 @@ const (
 	publishedVersion = "v1.34.0"
 	publishedDefault = "kindest/node:" + publishedVersion + "@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a"
 )
+
+// kindsOwn says whether a node image is one kind publishes (kindest/node, by tag or digest,
+// from any registry's copy): those carry kindnet, where clusters/kind.yaml, written for the
+// offline image, leaves the pod network to the flannel that only the offline image has.
+func kindsOwn(ref string) bool {
+	name, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name = name[:i]
+	}
+	return name == "kindest/node" || strings.HasSuffix(name, "/kindest/node")
+}
 
 // publishedEnv names another reference for the published image, pinned by digest as well: a copy
 // of it in a mirror or in the local registry. The end-to-end tests point it at one.

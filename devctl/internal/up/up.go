@@ -202,7 +202,11 @@ func (u *up) config() ([]byte, string, error) {
 		return nil, "", err
 	}
 	cfg, err := multiNodeConfig(u.opts.Workers, dir)
-	return cfg, fmt.Sprintf("--workers %d (1 control plane, %d workers, flannel)", u.opts.Workers, u.opts.Workers), err
+	network := "flannel" // the offline image's own pod network
+	if u.published {
+		network = "kindnet"
+	}
+	return cfg, fmt.Sprintf("--workers %d (1 control plane, %d workers, %s)", u.opts.Workers, u.opts.Workers, network), err
 }
 
 // clusterConfig returns the kind config to create the cluster from and where it came from: the

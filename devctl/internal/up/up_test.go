@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 )
 
 func TestClusterConfigFallsBackToTheBuiltIn(t *testing.T) {
@@ -80,6 +81,45 @@ func TestLoadedAndAliased(t *testing.T) {
 	} {
 		if got := loadedAndAliased(tc.have, b); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An image kind publishes carries kindnet: given by --image, it must get the config that lets
+// kind install it, not clusters/kind.yaml, which leaves the network to the offline image's flannel.
+func TestKindsOwnImagesGetKindnet(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"kindest/node:v1.34.0": true,
+		"kindest/node:v1.34.0@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a": true,
+		"localhost:5001/kindest/node:v1.34.0": true,
+		"localhost:5001/kindest/node@sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a": true,
+		"mlkube/kind-node:v1.34.4":           false,
+		"localhost:5001/mlkube/kind-node:v1": false,
+		"example.com/kindest/node-fork:v1":   false,
+	} {
+		if got := kindsOwn(ref); got != want {
+			t.Errorf("kindsOwn(%s) = %v, want %v", ref, got, want)
+		}
+	}
+
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "clusters"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "clusters", "kind.yaml"), []byte("offline"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		image, want string
+	}{
+		{"kindest/node:v1.34.0", kindcluster.PublishedConfig},
+		{"mlkube/kind-node:v1.34.4", "offline"},
+	} {
+		u := &up{root: root, published: kindsOwn(tc.image)}
+		u.opts.NodeImage = tc.image
+		data, from, err := u.config()
+		if err != nil || string(data) != tc.want {
+			t.Errorf("--image %s: config from %q (%v):\n%s", tc.image, from, err, data)
 		}
 	}
 }
