@@ -202,8 +202,10 @@ func (u *up) config() ([]byte, string, error) {
 		return nil, "", err
 	}
 	cfg, err := multiNodeConfig(u.opts.Workers, dir)
-	network := "flannel" // the offline image's own pod network
-	if u.published {
+	// The nodes keep their image's own pod network: kindnet on kind's images, flannel on the
+	// offline one and on a copy of it standing in for kind's (MLKUBE_PUBLISHED_NODE_IMAGE).
+	network := "flannel"
+	if kindsOwn(u.opts.NodeImage) {
 		network = "kindnet"
 	}
 	return cfg, fmt.Sprintf("--workers %d (1 control plane, %d workers, %s)", u.opts.Workers, u.opts.Workers, network), err

@@ -123,3 +123,20 @@ func TestKindsOwnImagesGetKindnet(t *testing.T) {
 		}
 	}
 }
+
+// --workers names the pod network the nodes' image brings, whatever role the image plays.
+func TestWorkersNameTheImagesNetwork(t *testing.T) {
+	t.Setenv("MLKUBE_CACHE", t.TempDir()) // the nodes' network folders go there
+	for image, want := range map[string]string{
+		"kindest/node:v1.34.0":                        "kindnet",
+		"mlkube/kind-node:v1.34.4":                    "flannel",
+		"localhost:5001/mlkube-e2e/kind-node:v1.34.4": "flannel", // e2e's stand-in for kind's image
+	} {
+		u := &up{published: true}
+		u.opts.Name, u.opts.Workers, u.opts.NodeImage = "t", 2, image
+		_, from, err := u.config()
+		if err != nil || !strings.HasSuffix(from, ", "+want+")") {
+			t.Errorf("--image %s --workers 2: %q, %v; want %s", image, from, err, want)
+		}
+	}
+}
