@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -327,6 +328,23 @@ func indentLines(s, prefix string) string {
 	return strings.Join(ls, "\n")
 }
 
+// errorsShown orders the failed sources for the status lines, which hold four: the job kinds'
+// lists in the kinds table's order (a user refused several kinds reads TfJob's first, whichever
+// refusal came back first), then everything else as it failed.
+func (m Model) errorsShown() []string {
+	rank := func(src string) int {
+		for i, k := range v1beta1.Kinds {
+			if strings.HasPrefix(src, k.CRD()+" ") {
+				return i
+			}
+		}
+		return len(v1beta1.Kinds)
+	}
+	order := slices.Clone(m.errOrder)
+	slices.SortStableFunc(order, func(a, b string) int { return rank(a) - rank(b) })
+	return order
+}
+
 // statusLines are the lines above the key hints: the filter or search being typed, the
 // errors of watches (each says what to do; the same error of several watches once), a flash,
 // and the log stream's state. At least one line, at most four, so the body never jumps by
@@ -345,7 +363,7 @@ func (m Model) statusLines() []string {
 		out = append(out, fit(m.input.View(), w))
 	}
 	seen := map[string]bool{}
-	for _, src := range m.errOrder {
+	for _, src := range m.errorsShown() {
 		msg := m.errs[src].Err.Error()
 		if !seen[msg] {
 			seen[msg] = true
