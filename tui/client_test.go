@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/internal/tuifixture"
@@ -233,4 +234,32 @@ func sortedList(list []string) string {
 		set[s] = true
 	}
 	return sorted(set)
+}
+
+// A user who may list no kind gets one refusal per kind, each naming its kind, so the screen
+// can put them in the kinds table's order (the status lines hold four).
+func TestClientNamesTheKindOfEachRefusal(t *testing.T) {
+	c, ns := clusterNamespace(t, "refused-kinds")
+	user, err := c.Env.AddUser(envtest.User{Name: "nobody"}, c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kube.NewClient(user.Config(), kube.Target{Namespace: ns}, kube.Kinds, kube.NewFeed(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	client.WatchJobs(ctx)
+	refused := map[string]string{} // kind: source
+	collect(t, ctx, client, func(m any) {
+		if f, ok := m.(kube.WatchFailed); ok {
+			refused[f.Kind] = f.Source
+		}
+	}, func() bool { return len(refused) >= len(kube.Kinds) })
+	for _, k := range kube.Kinds {
+		if src, ok := refused[k.Name]; !ok || !strings.HasPrefix(src, k.CRD()+" ") {
+			t.Errorf("%s's refusal: %q, %v; all: %v", k.Name, src, ok, refused)
+		}
+	}
 }

@@ -264,8 +264,8 @@ func TestViewErrors(t *testing.T) {
 	}
 	m := run(t, newModel(target), 80, 14,
 		at(0, append(msgs,
-			kube.WatchFailed{Source: "tfjobs.mlkube.io in namespace team-a", Err: forbidden},
-			kube.WatchFailed{Source: "mxjobs.mlkube.io in namespace team-a", Err: errors.New("mxjobs: cannot reach the cluster at https://127.0.0.1:6443")},
+			kube.WatchFailed{Source: "tfjobs.mlkube.io in namespace team-a", Kind: "TfJob", Err: forbidden},
+			kube.WatchFailed{Source: "mxjobs.mlkube.io in namespace team-a", Kind: "MXJob", Err: errors.New("mxjobs: cannot reach the cluster at https://127.0.0.1:6443")},
 			kube.WatchOK{Source: "mxjobs.mlkube.io in namespace team-a"})...))
 	requireScreen(t, m)
 }

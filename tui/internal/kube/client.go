@@ -75,6 +75,7 @@ func (c *Client) WatchJobs(ctx context.Context) {
 		res := c.dyn.Resource(k.GVR()).Namespace(c.target.Namespace)
 		c.run(ctx, watchSpec{
 			source: k.CRD() + " in " + c.target.Scope(),
+			kind:   k.Name,
 			need:   Access{Verbs: []string{"list", "watch"}, Resource: k.CRD(), Namespace: c.target.Namespace},
 			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return res.List(ctx, o)
@@ -176,6 +177,7 @@ func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID
 type watchSpec struct {
 	id        int // the job watch; 0 for the job list
 	source    string
+	kind      string // the job kind listed; empty for a job's pods and events
 	need      Access
 	list      func(context.Context, metav1.ListOptions) (runtime.Object, error)
 	watch     func(context.Context, metav1.ListOptions) (watch.Interface, error)
@@ -205,7 +207,7 @@ func (c *Client) run(ctx context.Context, w watchSpec) {
 		if !errors.Is(err, ErrForbidden) && !errors.Is(err, ErrUnreachable) && !errors.Is(err, ErrUnauthorized) {
 			err = fmt.Errorf("%s: %w", w.source, err) // the explained ones say what they are about
 		}
-		c.feed.Send(WatchFailed{Watch: w.id, Source: w.source, Err: err})
+		c.feed.Send(WatchFailed{Watch: w.id, Source: w.source, Kind: w.kind, Err: err})
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -46,6 +46,7 @@ type ReplicasSynced struct{ Watch int }
 type WatchFailed struct {
 	Watch  int    // the job watch it belongs to; 0 for the job list
 	Source string // what failed, e.g. "tfjobs.mlkube.io in namespace team-a"
+	Kind   string // the job kind whose list failed; empty for a job's pods and events
 	Err    error
 }
 

@@ -71,10 +71,12 @@ func rank(kind *v1beta1.Kind, typ string) int {
 	if kind == nil {
 		return 0
 	}
-	for i, t := range append(slices.Clip(kind.Deciders), kind.Types...) {
-		if strings.EqualFold(t, typ) {
-			return i
-		}
+	same := func(t string) bool { return strings.EqualFold(t, typ) }
+	if i := slices.IndexFunc(kind.Deciders, same); i >= 0 {
+		return i
+	}
+	if i := slices.IndexFunc(kind.Types, same); i >= 0 {
+		return len(kind.Deciders) + i
 	}
 	return math.MaxInt
 }

@@ -45,12 +45,16 @@ func TestReplicasDecidersFirst(t *testing.T) {
 // Refused several kinds, a user reads the first kind's refusal first, whatever order they came
 // back in: the status lines hold four, and a third refusal would push TfJob's out of sight.
 func TestErrorsInTheKindsOrder(t *testing.T) {
-	m := Model{errOrder: []string{
-		"pods of TfJob ns/a",
-		"jaxjobs.mlkube.io in namespace ns",
-		"pytorchjobs.mlkube.io in namespace ns",
-		"tfjobs.mlkube.io in namespace ns",
-	}}
+	m := Model{errs: map[string]kube.WatchFailed{}}
+	for _, f := range []kube.WatchFailed{
+		{Source: "pods of TfJob ns/a"},
+		{Source: "jaxjobs.mlkube.io in namespace ns", Kind: "JAXJob"},
+		{Source: "pytorchjobs.mlkube.io in namespace ns", Kind: "PyTorchJob"},
+		{Source: "tfjobs.mlkube.io in namespace ns", Kind: "TfJob"},
+	} {
+		m.errs[f.Source] = f
+		m.errOrder = append(m.errOrder, f.Source)
+	}
 	want := "tfjobs.mlkube.io in namespace ns|pytorchjobs.mlkube.io in namespace ns|jaxjobs.mlkube.io in namespace ns|pods of TfJob ns/a"
 	if got := strings.Join(m.errorsShown(), "|"); got != want {
 		t.Errorf("errors shown as\n%s\nwant\n%s", got, want)

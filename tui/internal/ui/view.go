@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -333,15 +335,13 @@ func indentLines(s, prefix string) string {
 // refusal came back first), then everything else as it failed.
 func (m Model) errorsShown() []string {
 	rank := func(src string) int {
-		for i, k := range v1beta1.Kinds {
-			if strings.HasPrefix(src, k.CRD()+" ") {
-				return i
-			}
+		if k := v1beta1.KindNamed(m.errs[src].Kind); k != nil {
+			return k.Order
 		}
-		return len(v1beta1.Kinds)
+		return math.MaxInt
 	}
 	order := slices.Clone(m.errOrder)
-	slices.SortStableFunc(order, func(a, b string) int { return rank(a) - rank(b) })
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	return order
 }
 
