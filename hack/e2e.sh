@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make e2e: the end-to-end tests in a real kind cluster. Gives the machine a Docker engine when
 # none answers (and stops it again at the end), builds the offline node image and devctl, and
-# runs the e2e suite, which makes its own cluster and deletes it.
+# runs the e2e suite, which makes its own cluster and deletes it. MLKUBE_E2E_RUN=REGEXP runs only
+# the tests it matches (go test -run), for working on one of them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -40,4 +41,4 @@ go build -o bin/devctl ./devctl/cmd/devctl
 go build -o bin/tfjob-tui ./tui/cmd/tfjob-tui
 kubectl=$(hack/control-plane.sh | tail -n 1)/kubectl
 MLKUBE_DEVCTL="$root/bin/devctl" MLKUBE_TUI="$root/bin/tfjob-tui" MLKUBE_NODE_IMAGE="$image" MLKUBE_KUBECTL="$kubectl" \
-  go test -tags e2e -count=1 -timeout 40m -v ./e2e/
+  go test -tags e2e -count=1 -timeout 40m -v ${MLKUBE_E2E_RUN:+-run "$MLKUBE_E2E_RUN"} ./e2e/
