@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,8 +23,17 @@ type Config struct {
 
 // Accelerator is what a container using one kind of accelerator gets.
 type Accelerator struct {
+	// Volumes are mounted read-only into the container. One name may be mounted at several
+	// paths (the same hostPath each time): nodeprobe mounts each driver library into the
+	// library directories of both Debian's and RHEL's families of images.
 	Volumes []Volume `json:"volumes,omitempty"`
+	// EnvVars are set in the container unless it sets them itself. PATH and LD_LIBRARY_PATH
+	// never are (see Inject).
 	EnvVars []EnvVar `json:"envVars,omitempty"`
+	// Runtime, when set, says the nodes' container runtime gives such containers the driver
+	// itself (RuntimeNVIDIA: the NVIDIA container toolkit, by its runtime or CDI specs), so
+	// there is nothing to mount; the node selector still keeps the pods on those nodes.
+	Runtime string `json:"runtime,omitempty"`
 	// NodeSelector keeps a pod with such a container on nodes with these labels. nodeprobe
 	// sets it to the published driver layout (LayoutLabel), so that where GPU nodes disagree,
 	// GPU containers run only where the paths they get mount the driver.
@@ -32,6 +42,16 @@ type Accelerator struct {
 
 // LayoutLabel is the Node label where nodeprobe puts the ID of the node's driver layout.
 const LayoutLabel = "mlkube.io/gpu-driver-layout"
+
+// RuntimeNVIDIA is Accelerator.Runtime on nodes where the NVIDIA container toolkit gives
+// containers the driver.
+const RuntimeNVIDIA = "nvidia-container-toolkit"
+
+// imageEnv are the variables an image's own ENV sets for its programs and libraries. A pod's
+// env wins over the image's, so setting one would replace the image's value, not add to it:
+// an image with its Python in /opt/conda/bin or a virtual environment would lose it. An older
+// nodeprobe published both; Inject skips them whoever wrote the config.
+var imageEnv = []string{"PATH", "LD_LIBRARY_PATH"}
 
 // NodeAnnotation is the Node annotation where each node's nodeprobe says, as JSON, what it found
 // (nodeprobe's publish.NodeSummary); devctl status reads it back.
@@ -84,8 +104,10 @@ func (c *Config) Validate() error {
 			if msgs := validation.IsDNS1123Label(v.Name); len(msgs) > 0 {
 				errs = append(errs, fmt.Errorf("%s.name %q: %v", f, v.Name, msgs))
 			}
-			if names[v.Name] {
-				errs = append(errs, fmt.Errorf("%s.name %q: used twice", f, v.Name))
+			if first, ok := shared[v.Name]; names[v.Name] && ok && first.hostPath == v.HostPath {
+				// The same volume mounted at another path.
+			} else if names[v.Name] {
+				errs = append(errs, fmt.Errorf("%s.name %q: used twice with different hostPaths; give each hostPath its own name", f, v.Name))
 			} else if first, ok := shared[v.Name]; ok && first.hostPath != v.HostPath {
 				errs = append(errs, fmt.Errorf("%s.name %q: %s already gives this name to hostPath %q, and a pod has one volume per name: rename one of them", f, v.Name, first.at, first.hostPath))
 			} else if !ok {
@@ -98,6 +120,12 @@ func (c *Config) Validate() error {
 			if !path.IsAbs(v.MountPath) {
 				errs = append(errs, fmt.Errorf("%s.mountPath %q: must be an absolute path", f, v.MountPath))
 			}
+		}
+		if a.Runtime != "" && a.Runtime != RuntimeNVIDIA {
+			errs = append(errs, fmt.Errorf("%s.runtime %q: unknown; the one value is %q (the nodes' runtime gives the driver)", at, a.Runtime, RuntimeNVIDIA))
+		}
+		if a.Runtime != "" && len(a.Volumes) > 0 {
+			errs = append(errs, fmt.Errorf("%s: runtime %q gives containers the driver, and volumes would mount it a second time: drop one of them", at, a.Runtime))
 		}
 		for i, e := range a.EnvVars {
 			if msgs := validation.IsEnvVarName(e.Name); len(msgs) > 0 {
@@ -137,7 +165,8 @@ func (c *Config) resources() []string {
 // Inject gives every container that requests or limits one of the configured resources that
 // resource's volumes (read-only) and env vars, and the pod the resource's node selector. What the
 // pod already defines wins: a volume of the same name, a mount at the same path, an env var of
-// the same name, or a node selector on the same label are left as they are.
+// the same name, or a node selector on the same label are left as they are. PATH and
+// LD_LIBRARY_PATH are never set (imageEnv): the container keeps its image's own.
 func (c *Config) Inject(spec *corev1.PodSpec) {
 	if c == nil {
 		return
@@ -156,7 +185,7 @@ func (c *Config) Inject(spec *corev1.PodSpec) {
 				}
 			}
 			for _, e := range a.EnvVars {
-				if !hasEnv(ctr, e.Name) {
+				if !hasEnv(ctr, e.Name) && !slices.Contains(imageEnv, e.Name) {
 					ctr.Env = append(ctr.Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 				}
 			}

@@ -2,6 +2,8 @@ package accelerator
 
 import (
 	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,30 +11,44 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-const gke = `accelerators:
+// debian is what nodeprobe publishes for a Debian node: each file mounted on its own into the
+// image's own directories, libraries into both families' library directories.
+const debian = `accelerators:
+  nvidia.com/gpu:
+    volumes:
+    - {name: nvidia-lib-libcuda-so-1, hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1, mountPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1}
+    - {name: nvidia-lib-libcuda-so-1, hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1, mountPath: /usr/lib64/libcuda.so.1}
+    - {name: nvidia-bin-nvidia-smi, hostPath: /usr/bin/nvidia-smi, mountPath: /usr/bin/nvidia-smi}
+`
+
+// before is what nodeprobe published before: mounts under /usr/local/nvidia and the env to find
+// them there. A cluster upgraded before its nodeprobe republished still has it.
+const before = `accelerators:
   nvidia.com/gpu:
     volumes:
     - name: nvidia-libraries
       hostPath: /home/kubernetes/bin/nvidia/lib64
       mountPath: /usr/local/nvidia/lib64
-    - name: nvidia-binaries
-      hostPath: /home/kubernetes/bin/nvidia/bin
-      mountPath: /usr/local/nvidia/bin
     envVars:
     - name: LD_LIBRARY_PATH
       value: /usr/local/nvidia/lib64
     - name: PATH
       value: /usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    - name: NVIDIA_DRIVER_CAPABILITIES
+      value: compute,utility
 `
 
 func TestParse(t *testing.T) {
-	c, err := Parse([]byte(gke))
+	c, err := Parse([]byte(debian))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := c.Accelerators["nvidia.com/gpu"]
-	if len(a.Volumes) != 2 || a.Volumes[1].HostPath != "/home/kubernetes/bin/nvidia/bin" || len(a.EnvVars) != 2 {
+	if len(a.Volumes) != 3 || a.Volumes[1].MountPath != "/usr/lib64/libcuda.so.1" || len(a.EnvVars) != 0 {
 		t.Errorf("parsed %+v", a)
+	}
+	if _, err := Parse([]byte(before)); err != nil {
+		t.Errorf("an older nodeprobe's config: %v", err)
 	}
 	if _, err := Parse([]byte("accelerators: {}\n")); err != nil {
 		t.Errorf("empty config: %v", err)
@@ -50,7 +66,11 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"bad volume name", "accelerators:\n  nvidia.com/gpu:\n    volumes:\n    - {name: Lib_64, hostPath: /a, mountPath: /b}\n",
 			`accelerators["nvidia.com/gpu"].volumes[0].name "Lib_64"`},
 		{"volume name twice", "accelerators:\n  nvidia.com/gpu:\n    volumes:\n    - {name: lib, hostPath: /a, mountPath: /b}\n    - {name: lib, hostPath: /c, mountPath: /d}\n",
-			`volumes[1].name "lib": used twice`},
+			`volumes[1].name "lib": used twice with different hostPaths`},
+		{"runtime and volumes", "accelerators:\n  nvidia.com/gpu:\n    runtime: nvidia-container-toolkit\n    volumes:\n    - {name: lib, hostPath: /a, mountPath: /b}\n",
+			`accelerators["nvidia.com/gpu"]: runtime "nvidia-container-toolkit" gives containers the driver, and volumes would mount it a second time`},
+		{"unknown runtime", "accelerators:\n  nvidia.com/gpu:\n    runtime: docker\n",
+			`accelerators["nvidia.com/gpu"].runtime "docker": unknown; the one value is "nvidia-container-toolkit"`},
 		{"bad env name", "accelerators:\n  nvidia.com/gpu:\n    envVars:\n    - {name: '1PATH', value: x}\n",
 			`accelerators["nvidia.com/gpu"].envVars[0].name "1PATH"`},
 		{"bad resource name", "accelerators:\n  'nvidia.com/gpu/x':\n    envVars: []\n", `accelerators["nvidia.com/gpu/x"]: not a resource name`},
@@ -66,7 +86,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 }
 
 func TestInject(t *testing.T) {
-	c, err := Parse([]byte(gke))
+	c, err := Parse([]byte(debian))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,39 +94,92 @@ func TestInject(t *testing.T) {
 	spec := corev1.PodSpec{Containers: []corev1.Container{
 		{Name: "limits", Resources: corev1.ResourceRequirements{Limits: gpu}},
 		{Name: "requests", Resources: corev1.ResourceRequirements{Requests: gpu},
-			// The container's own PATH wins over the config's.
-			Env: []corev1.EnvVar{{Name: "PATH", Value: "/mine"}}},
+			// A mount the container has at one of the paths stays its own.
+			VolumeMounts: []corev1.VolumeMount{{Name: "mine", MountPath: "/usr/bin/nvidia-smi"}}},
 		{Name: "cpu"},
 	}}
 	c.Inject(&spec)
-	if len(spec.Volumes) != 2 || spec.Volumes[0].HostPath.Path != "/home/kubernetes/bin/nvidia/lib64" {
-		t.Fatalf("volumes %+v: want each once", spec.Volumes)
+	if len(spec.Volumes) != 2 || spec.Volumes[0].Name != "nvidia-lib-libcuda-so-1" || spec.Volumes[0].HostPath.Path != "/usr/lib/x86_64-linux-gnu/libcuda.so.1" {
+		t.Fatalf("volumes %+v: want each file once, whatever the places it is mounted", spec.Volumes)
 	}
-	for _, i := range []int{0, 1} {
-		ctr := spec.Containers[i]
-		if len(ctr.VolumeMounts) != 2 || !ctr.VolumeMounts[0].ReadOnly || ctr.VolumeMounts[1].MountPath != "/usr/local/nvidia/bin" {
-			t.Errorf("%s mounts %+v", ctr.Name, ctr.VolumeMounts)
+	mounts := func(ctr corev1.Container) []string {
+		var out []string
+		for _, m := range ctr.VolumeMounts {
+			if !m.ReadOnly && m.Name != "mine" {
+				t.Errorf("%s: %s mounted writable", ctr.Name, m.MountPath)
+			}
+			out = append(out, m.Name+":"+m.MountPath)
+		}
+		return out
+	}
+	if got, want := mounts(spec.Containers[0]), []string{
+		"nvidia-lib-libcuda-so-1:/usr/lib/x86_64-linux-gnu/libcuda.so.1", "nvidia-lib-libcuda-so-1:/usr/lib64/libcuda.so.1",
+		"nvidia-bin-nvidia-smi:/usr/bin/nvidia-smi",
+	}; !slices.Equal(got, want) {
+		t.Errorf("limits mounts %q, want %q", got, want)
+	}
+	if got, want := mounts(spec.Containers[1]), []string{
+		"mine:/usr/bin/nvidia-smi",
+		"nvidia-lib-libcuda-so-1:/usr/lib/x86_64-linux-gnu/libcuda.so.1", "nvidia-lib-libcuda-so-1:/usr/lib64/libcuda.so.1",
+	}; !slices.Equal(got, want) {
+		t.Errorf("requests mounts %q, want %q", got, want)
+	}
+	for _, ctr := range spec.Containers {
+		if len(ctr.Env) != 0 {
+			t.Errorf("%s got env %+v: it must keep its image's own", ctr.Name, ctr.Env)
 		}
 	}
-	if env := spec.Containers[0].Env; len(env) != 2 || env[0].Value != "/usr/local/nvidia/lib64" {
-		t.Errorf("limits env %+v", env)
+	if cpu := spec.Containers[2]; len(cpu.VolumeMounts) != 0 {
+		t.Errorf("a container without a GPU got %+v", cpu.VolumeMounts)
 	}
-	if env := spec.Containers[1].Env; len(env) != 2 || env[0].Value != "/mine" {
-		t.Errorf("requests env %+v: the container's PATH must stay", env)
-	}
-	if cpu := spec.Containers[2]; len(cpu.VolumeMounts) != 0 || len(cpu.Env) != 0 {
-		t.Errorf("a container without a GPU got %+v %+v", cpu.VolumeMounts, cpu.Env)
-	}
-
 	if len(spec.NodeSelector) != 0 {
 		t.Errorf("node selector %v from a config without one", spec.NodeSelector)
 	}
 
 	// Injecting twice changes nothing.
-	before := spec.DeepCopy()
+	again := spec.DeepCopy()
+	c.Inject(again)
+	if !reflect.DeepEqual(again, &spec) {
+		t.Errorf("second inject changed the pod: %+v", again)
+	}
+}
+
+// An older config's PATH and LD_LIBRARY_PATH are never set: a pod's env wins over the image's
+// ENV, and would take the image's own Python off its PATH. Other variables still are, unless
+// the container sets them.
+func TestInjectKeepsTheImagesEnv(t *testing.T) {
+	c, err := Parse([]byte(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	spec := corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "plain", Resources: corev1.ResourceRequirements{Limits: gpu}},
+		{Name: "own", Resources: corev1.ResourceRequirements{Limits: gpu}, Env: []corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "all"}}},
+	}}
 	c.Inject(&spec)
-	if len(spec.Volumes) != len(before.Volumes) || len(spec.Containers[0].VolumeMounts) != 2 || len(spec.Containers[0].Env) != 2 {
-		t.Errorf("second inject changed the pod: %+v", spec)
+	if got := spec.Containers[0].Env; !slices.Equal(got, []corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "compute,utility"}}) {
+		t.Errorf("env %+v, want NVIDIA_DRIVER_CAPABILITIES alone", got)
+	}
+	if got := spec.Containers[1].Env; !slices.Equal(got, []corev1.EnvVar{{Name: "NVIDIA_DRIVER_CAPABILITIES", Value: "all"}}) {
+		t.Errorf("env %+v: the container's own value must stay", got)
+	}
+}
+
+// Where the nodes' runtime gives the driver, a GPU pod gets the node selector and nothing else.
+func TestInjectRuntimeGivesTheDriver(t *testing.T) {
+	c, err := Parse([]byte("accelerators:\n  nvidia.com/gpu:\n    runtime: nvidia-container-toolkit\n    nodeSelector: {mlkube.io/gpu-driver-layout: 5e3f0c2a9b1d}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "gpu", Resources: corev1.ResourceRequirements{Limits: gpu}}}}
+	c.Inject(&spec)
+	if len(spec.Volumes) != 0 || len(spec.Containers[0].VolumeMounts) != 0 || len(spec.Containers[0].Env) != 0 {
+		t.Errorf("the runtime gives the driver, yet the pod got %+v", spec)
+	}
+	if spec.NodeSelector[LayoutLabel] != "5e3f0c2a9b1d" {
+		t.Errorf("node selector %v: the pod must go where the runtime gives the driver", spec.NodeSelector)
 	}
 }
 

@@ -3,6 +3,7 @@ package accelerator
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,12 +27,13 @@ var fieldError = regexp.MustCompile(`^accelerators\[("(?:[^"\\]|\\.)*")\]` +
 // every line names a field that is in the input, quoting the value it really holds. A config
 // that parses must survive a marshal and parse unchanged (the operator reloads what nodeprobe
 // wrote with yaml.Marshal), and must inject into a pod cleanly: every mount read-only and
-// backed by the pod volume the config meant for it, every env var there, nothing for a
+// backed by the pod volume the config meant for it, every env var there but PATH and LD_LIBRARY_PATH (never set), nothing for a
 // container that asks for no accelerator, and a second Inject a no-op.
 // Run it with: go test ./operator/accelerator -run '^$' -fuzz '^FuzzParse$' -fuzztime 20s
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
-		gke,
+		debian,
+		before,
 		"",
 		"accelerators: {}\n",
 		"accelerators: null\n",
@@ -238,6 +240,9 @@ func checkInject(t *testing.T, data []byte, cfg *Config) {
 				t.Fatalf("%q: container %s has env var %s twice", data, ctr.Name, e.Name)
 			}
 			env[e.Name] = true
+			if slices.Contains(imageEnv, e.Name) {
+				t.Fatalf("%q: container %s got %s, which replaces its image's own", data, ctr.Name, e.Name)
+			}
 		}
 		for _, res := range uses[ctr.Name] {
 			a := cfg.Accelerators[res]
@@ -247,7 +252,7 @@ func checkInject(t *testing.T, data []byte, cfg *Config) {
 				}
 			}
 			for _, e := range a.EnvVars {
-				if !env[e.Name] {
+				if !env[e.Name] && !slices.Contains(imageEnv, e.Name) {
 					t.Fatalf("%q: container %s asks for %s but has no %s", data, ctr.Name, res, e.Name)
 				}
 			}

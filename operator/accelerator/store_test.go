@@ -37,11 +37,11 @@ func TestStoreStartsEmptyWhenFileMissingAndPicksItUp(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 
 	// Written in place, as an editor would.
-	if err := os.WriteFile(path, []byte(gke), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(debian), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitLoads(t, s, 1)
-	if len(s.Config().Accelerators["nvidia.com/gpu"].Volumes) != 2 {
+	if len(s.Config().Accelerators["nvidia.com/gpu"].Volumes) != 3 {
 		t.Errorf("config %+v", s.Config())
 	}
 
@@ -50,7 +50,7 @@ func TestStoreStartsEmptyWhenFileMissingAndPicksItUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if len(s.Config().Accelerators["nvidia.com/gpu"].Volumes) != 2 {
+	if len(s.Config().Accelerators["nvidia.com/gpu"].Volumes) != 3 {
 		t.Errorf("a broken file replaced the config: %+v", s.Config())
 	}
 	// Fixed again: picked up.
@@ -94,7 +94,7 @@ func TestStoreIgnoresAnEmptyFileAndWaitsForItsDirectory(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, []byte(gke), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(debian), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitLoads(t, s, 1) // within the 5 s it waits between looks for the directory

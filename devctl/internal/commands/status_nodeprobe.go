@@ -50,6 +50,7 @@ type gpuSummary struct {
 	Reason        string `json:"reason"`
 	DriverVersion string `json:"driverVersion"`
 	GPUs          int    `json:"gpus"`
+	Runtime       string `json:"runtime"`
 }
 
 // gpuHealth is the GPUs line of `devctl status`: what the accelerator config holds, and what
@@ -90,6 +91,11 @@ func describeGPUs(config string, nodes []corev1.Node) string {
 		} else {
 			about += fmt.Sprintf(", %d GPU(s)", s.GPUs)
 		}
+		if s.Runtime != "" {
+			about += ", driver given by the runtime: " + s.Runtime
+		} else {
+			about += ", driver mounted by mlkube"
+		}
 		gpuNodes = append(gpuNodes, fmt.Sprintf("%s (%s)", n.Name, about))
 	}
 	sort.Strings(gpuNodes)
@@ -104,7 +110,11 @@ func describeGPUs(config string, nodes []corev1.Node) string {
 	}
 	var resources []string
 	for name, a := range cfg.Accelerators {
-		resources = append(resources, fmt.Sprintf("%s (%d volumes, %d env vars)", name, len(a.Volumes), len(a.EnvVars)))
+		if a.Runtime != "" {
+			resources = append(resources, fmt.Sprintf("%s (nothing mounted: the nodes' runtime gives the driver)", name))
+			continue
+		}
+		resources = append(resources, fmt.Sprintf("%s (%d mounts, %d env vars)", name, len(a.Volumes), len(a.EnvVars)))
 	}
 	sort.Strings(resources)
 	switch {

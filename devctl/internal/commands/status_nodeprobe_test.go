@@ -46,13 +46,18 @@ func TestDescribeGPUs(t *testing.T) {
 	const gpu = `accelerators:
   nvidia.com/gpu:
     volumes:
-    - {name: nvidia-lib-libcuda-so-1, hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1, mountPath: /usr/local/nvidia/lib64/libcuda.so.1}
-    envVars:
-    - {name: LD_LIBRARY_PATH, value: /usr/local/nvidia/lib64}
+    - {name: nvidia-lib-libcuda-so-1, hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1, mountPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1}
+    - {name: nvidia-lib-libcuda-so-1, hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1, mountPath: /usr/lib64/libcuda.so.1}
+`
+	const toolkit = `accelerators:
+  nvidia.com/gpu:
+    runtime: nvidia-container-toolkit
+    nodeSelector: {mlkube.io/gpu-driver-layout: def}
 `
 	noGPU := `{"gpu":false,"reason":"no NVIDIA driver found on this node; looked in: ..."}`
 	withGPU := `{"gpu":true,"driverVersion":"550.54.15","cudaDriverVersion":"12.4","gpus":2,"layout":"abc"}`
 	noNVML := `{"gpu":true,"reason":"nvmlInit failed: ...","driverVersion":"550.54.15","gpus":0}`
+	byRuntime := `{"gpu":true,"driverVersion":"580.95.05","gpus":8,"layout":"def","runtime":"nvidia is containerd's default runtime (/etc/containerd/config.toml)"}`
 	for _, tc := range []struct {
 		name   string
 		config string
@@ -62,11 +67,15 @@ func TestDescribeGPUs(t *testing.T) {
 		{"not probed yet", empty, []corev1.Node{node("a", "")}, "none configured; no node probed yet"},
 		{"no GPU anywhere", empty, []corev1.Node{node("a", noGPU), node("b", "")}, "no GPU found on any node (1 of 2 probed)"},
 		{"a GPU node", gpu, []corev1.Node{node("a", noGPU), node("gpu", withGPU)},
-			"configured: nvidia.com/gpu (1 volumes, 1 env vars); GPU nodes: gpu (driver 550.54.15, 2 GPU(s))"},
+			"configured: nvidia.com/gpu (2 mounts, 0 env vars); GPU nodes: gpu (driver 550.54.15, 2 GPU(s), driver mounted by mlkube)"},
 		{"NVML did not answer", gpu, []corev1.Node{node("gpu", noNVML)},
-			"configured: nvidia.com/gpu (1 volumes, 1 env vars); GPU nodes: gpu (driver 550.54.15, NVML did not answer)"},
-		{"written by hand", gpu, nil, "configured: nvidia.com/gpu (1 volumes, 1 env vars)"},
-		{"GPU but empty config", empty, []corev1.Node{node("gpu", withGPU)}, "none configured; GPU nodes: gpu (driver 550.54.15, 2 GPU(s))"},
+			"configured: nvidia.com/gpu (2 mounts, 0 env vars); GPU nodes: gpu (driver 550.54.15, NVML did not answer, driver mounted by mlkube)"},
+		{"written by hand", gpu, nil, "configured: nvidia.com/gpu (2 mounts, 0 env vars)"},
+		{"GPU but empty config", empty, []corev1.Node{node("gpu", withGPU)}, "none configured; GPU nodes: gpu (driver 550.54.15, 2 GPU(s), driver mounted by mlkube)"},
+		{"the runtime gives the driver", toolkit, []corev1.Node{node("dgx", byRuntime)},
+			"configured: nvidia.com/gpu (nothing mounted: the nodes' runtime gives the driver); GPU nodes: dgx (driver 580.95.05, 8 GPU(s), driver given by the runtime: nvidia is containerd's default runtime (/etc/containerd/config.toml))"},
+		{"some nodes' runtime gives the driver, others' does not", gpu, []corev1.Node{node("dgx", byRuntime), node("gpu", withGPU)},
+			"configured: nvidia.com/gpu (2 mounts, 0 env vars); GPU nodes: dgx (driver 580.95.05, 8 GPU(s), driver given by the runtime: nvidia is containerd's default runtime (/etc/containerd/config.toml)), gpu (driver 550.54.15, 2 GPU(s), driver mounted by mlkube)"},
 		{"broken config", "accelerators: [", []corev1.Node{node("a", noGPU)}, "accelerator config unreadable: "},
 	} {
 		if got := describeGPUs(tc.config, tc.nodes); !strings.HasPrefix(got, tc.want) {

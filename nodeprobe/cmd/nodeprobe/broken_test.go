@@ -49,7 +49,8 @@ func TestDetectBrokenRootInProcess(t *testing.T) {
 	if !slices.Equal(f.Warnings, want) || len(f.GPUs) != 2 {
 		t.Errorf("warnings:\n%q\nwant\n%q", f.Warnings, want)
 	}
-	if v := f.Config.Accelerators[driver.Resource].Volumes; len(v) != 1 || v[0].HostPath != "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" {
+	// libnvidia-ml's only, in each library directory.
+	if v := f.Config.Accelerators[driver.Resource].Volumes; len(v) != len(driver.LibraryMountDirs) || v[0].HostPath != "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1" || v[1].HostPath != v[0].HostPath {
 		t.Errorf("volumes %+v, want libnvidia-ml's only", v)
 	}
 }

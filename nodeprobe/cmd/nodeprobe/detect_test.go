@@ -47,9 +47,11 @@ func TestDetectWithRealLibrary(t *testing.T) {
 		paths = append(paths, v.HostPath+" -> "+v.MountPath)
 	}
 	wantPaths := []string{
-		"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 -> /usr/local/nvidia/lib64/libnvidia-ml.so.1",
-		"/usr/lib/x86_64-linux-gnu/libcuda.so.1 -> /usr/local/nvidia/lib64/libcuda.so.1",
-		"/usr/bin/nvidia-smi -> /usr/local/nvidia/bin/nvidia-smi",
+		"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 -> /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+		"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 -> /usr/lib64/libnvidia-ml.so.1",
+		"/usr/lib/x86_64-linux-gnu/libcuda.so.1 -> /usr/lib/x86_64-linux-gnu/libcuda.so.1",
+		"/usr/lib/x86_64-linux-gnu/libcuda.so.1 -> /usr/lib64/libcuda.so.1",
+		"/usr/bin/nvidia-smi -> /usr/bin/nvidia-smi",
 	}
 	if !slices.Equal(paths, wantPaths) {
 		t.Errorf("volumes:\n%q\nwant\n%q", paths, wantPaths)
@@ -58,6 +60,29 @@ func TestDetectWithRealLibrary(t *testing.T) {
 	r = nodeprobe(t, nil, "detect", "--driver-root", root, "-o", "yaml", "--legacy-resource")
 	if r.code != exitOK || !strings.Contains(r.stdout, driver.LegacyResource+":") || !strings.Contains(r.stdout, "driverVersion: 550.54.15") {
 		t.Errorf("yaml with the legacy resource: %v", r)
+	}
+}
+
+// On a node whose runtime gives containers the driver (the NVIDIA container toolkit as
+// containerd's default), detect says so, with the file that says it, and the config mounts
+// nothing.
+func TestDetectRuntimeGivesTheDriver(t *testing.T) {
+	root := fakeNode(t)
+	write(t, filepath.Join(root, "etc/containerd/config.toml"), "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"nvidia\"\n")
+	r := nodeprobe(t, nil, "detect", "--driver-root", root)
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %v", r.code, r)
+	}
+	for _, want := range []string{
+		"Runtime:  nvidia is containerd's default runtime (/etc/containerd/config.toml): it gives containers the driver, so the config mounts nothing\n",
+		"      runtime: nvidia-container-toolkit\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "volumes:") {
+		t.Errorf("the config mounts the driver the runtime gives:\n%s", r.stdout)
 	}
 }
 
@@ -77,7 +102,7 @@ func TestDetectInitFailsInProcess(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &f); err != nil {
 		t.Fatal(err)
 	}
-	if f.DriverVersion != "550.54.15" || len(f.Config.Accelerators[driver.Resource].Volumes) != 3 || !strings.Contains(f.NVMLError, "kernel module") {
+	if f.DriverVersion != "550.54.15" || len(f.Config.Accelerators[driver.Resource].Volumes) != 5 || !strings.Contains(f.NVMLError, "kernel module") {
 		t.Errorf("finding: %+v", f)
 	}
 	if !strings.Contains(r.stderr, "NVIDIA driver files found, but NVML did not answer") {

@@ -54,6 +54,12 @@ func render(w io.Writer, f *driver.Finding) error {
 			fmt.Fprintf(tw, "  %s\t%s\t(%s)\n", file.Name, file.Path, file.FoundBy)
 		}
 	}
+	fmt.Fprintln(tw)
+	if f.Runtime != nil {
+		fmt.Fprintf(tw, "Runtime:\t%s (%s): it gives containers the driver, so the config mounts nothing\n", f.Runtime.How, f.Runtime.Path)
+	} else {
+		fmt.Fprintf(tw, "Runtime:\tgives containers no driver: the config mounts each file into the image's own directories\n")
+	}
 	for _, w := range f.Warnings {
 		fmt.Fprintf(tw, "\nWarning: %s\n", w)
 	}

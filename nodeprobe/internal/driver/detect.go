@@ -132,7 +132,8 @@ func detectIn(t *tree, lib found, opts Options) (*Finding, error) {
 	if opts.Legacy {
 		resources = append(resources, LegacyResource)
 	}
-	f.Config = buildConfig(t, libs, bins, resources)
+	f.Runtime = runtimeDriver(Root(opts.Root), t)
+	f.Config = buildConfig(f.Libraries, f.Binaries, resources, f.Runtime)
 	// Only now: the search for the other files notes problems too.
 	f.Warnings = t.warnings()
 	if nvmlErr != nil {

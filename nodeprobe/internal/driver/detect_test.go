@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"maps"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,19 +58,24 @@ func TestDetectLayouts(t *testing.T) {
 		cache  []byte
 		// loads is the file NVML must be loaded from, as a host path.
 		loads string
-		// wholeDirs are the directories mounted whole; every other volume is one file.
-		wholeDirs []string
+		// runtime is the file that says the runtime gives containers the driver, if any.
+		runtime string
 	}{
 		{name: "debian", layout: debianLayout, cache: debianCache(), loads: lib + "/libnvidia-ml.so.550.54.15"},
 		{name: "rhel", layout: rhelLayout, loads: "/usr/lib64/libnvidia-ml.so.550.54.15"},
-		{name: "gke", layout: gkeLayout, loads: "/home/kubernetes/bin/nvidia/lib64/libnvidia-ml.so.550.54.15",
-			wholeDirs: []string{"/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/nvidia/bin"}},
-		{name: "versioned", layout: versionedLayout, loads: "/usr/lib/nvidia-550/libnvidia-ml.so.550.54.15",
-			wholeDirs: []string{"/usr/lib/nvidia-550", "/usr/lib/nvidia-550/bin"}},
+		{name: "gke", layout: gkeLayout, loads: "/home/kubernetes/bin/nvidia/lib64/libnvidia-ml.so.550.54.15"},
+		{name: "versioned", layout: versionedLayout, loads: "/usr/lib/nvidia-550/libnvidia-ml.so.550.54.15"},
 		{name: "gpu-operator", layout: gpuOperatorLayout, loads: "/run/nvidia/driver" + lib + "/libnvidia-ml.so.550.54.15"},
 		{name: "debian-packages", layout: debianPackagesLayout, loads: lib + "/nvidia/current/libnvidia-ml.so.550.54.15"},
-		{name: "gpu-container", layout: gpuContainerLayout, loads: "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
-			wholeDirs: []string{"/usr/local/nvidia/lib64", "/usr/local/nvidia/bin"}},
+		{name: "gpu-container", layout: gpuContainerLayout, loads: lib + "/libnvidia-ml.so.1"},
+		{name: "gpu-container-before", layout: gpuContainerBeforeLayout, loads: "/usr/local/nvidia/lib64/libnvidia-ml.so.1"},
+		{name: "kind-runc", layout: debianLayout.with(kindContainerd), cache: debianCache(), loads: lib + "/libnvidia-ml.so.550.54.15"},
+		{name: "gpu-operator-toolkit", layout: gpuOperatorToolkitLayout, loads: "/run/nvidia/driver" + lib + "/libnvidia-ml.so.550.54.15",
+			runtime: "/etc/containerd/config.toml"},
+		{name: "toolkit-dropin", layout: toolkitDropInLayout, cache: debianCache(), loads: lib + "/libnvidia-ml.so.550.54.15",
+			runtime: "/etc/containerd/conf.d/99-nvidia.toml"},
+		{name: "cdi", layout: cdiLayout, loads: "/usr/lib64/libnvidia-ml.so.550.54.15", runtime: "/var/run/cdi/nvidia.yaml"},
+		{name: "crio-toolkit", layout: crioLayout, loads: "/usr/lib64/libnvidia-ml.so.550.54.15", runtime: "/etc/crio/crio.conf.d/99-nvidia.conf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := dgx()
@@ -89,17 +95,28 @@ func TestDetectLayouts(t *testing.T) {
 			if g := f.GPUs[3]; g.Index != 3 || g.Name != "Mock NVIDIA A100-SXM4-40GB" || g.MemoryTotal != 42949672960 || !strings.HasSuffix(g.UUID, "3") {
 				t.Errorf("GPU 3: %+v", g)
 			}
-			checkConfig(t, f, root, tc.wholeDirs)
+			if len(f.Warnings) > 0 {
+				t.Errorf("warnings: %q", f.Warnings)
+			}
+			switch {
+			case tc.runtime == "" && f.Runtime != nil:
+				t.Errorf("the runtime gives the driver, says %+v; it does not", f.Runtime)
+			case tc.runtime != "" && (f.Runtime == nil || f.Runtime.Path != tc.runtime):
+				t.Errorf("runtime %+v, want one found in %s", f.Runtime, tc.runtime)
+			}
+			checkConfig(t, f, root)
 			f.DriverRoot = "ROOT"
 			golden(t, filepath.Join("testdata", "layouts", tc.name+".yaml"), f)
 		})
 	}
 }
 
-// checkConfig checks what every published config must be: valid for the operator, host paths
-// that exist on the node (and carry no trace of where nodeprobe read them), and never a system
-// directory mounted whole.
-func checkConfig(t *testing.T, f *Finding, root string, wholeDirs []string) {
+// checkConfig checks what every published config must be: valid for the operator, and either
+// nothing mounted where the runtime gives the driver, or each driver file found mounted on its
+// own, from a host path that exists on the node (and carries no trace of where nodeprobe read
+// it), into every library directory of the image's own (or /usr/bin for a tool), with no env:
+// a GPU container keeps its image's PATH and LD_LIBRARY_PATH.
+func checkConfig(t *testing.T, f *Finding, root string) {
 	t.Helper()
 	data, err := yaml.Marshal(f.Config)
 	if err != nil {
@@ -112,34 +129,37 @@ func checkConfig(t *testing.T, f *Finding, root string, wholeDirs []string) {
 	if !ok || len(f.Config.Accelerators) != 1 {
 		t.Fatalf("config resources: %v, want only %s", keys(f.Config.Accelerators), Resource)
 	}
-	var whole []string
+	if len(acc.EnvVars) > 0 {
+		t.Errorf("env %v: a GPU container must keep its image's own", acc.EnvVars)
+	}
+	if f.Runtime != nil {
+		if acc.Runtime != accelerator.RuntimeNVIDIA || len(acc.Volumes) > 0 {
+			t.Errorf("the runtime gives the driver, yet the config is %+v", acc)
+		}
+		return
+	}
+	want := map[string]string{} // mount path: host path
+	for _, l := range f.Libraries {
+		for _, dir := range LibraryMountDirs {
+			want[dir+"/"+l.Name] = l.Path
+		}
+	}
+	for _, b := range f.Binaries {
+		want["/usr/bin/"+b.Name] = b.Path
+	}
+	got := map[string]string{}
 	for _, v := range acc.Volumes {
+		got[v.MountPath] = v.HostPath
 		if strings.HasPrefix(v.HostPath, root) {
 			t.Errorf("volume %s: hostPath %s carries the driver root %s", v.Name, v.HostPath, root)
 		}
 		// As the kubelet would see it on the node: links followed inside the root.
-		node := Root(root)
-		if !node.IsFile(v.HostPath) && !node.IsDir(v.HostPath) {
-			t.Errorf("volume %s: hostPath %s is not on the node", v.Name, v.HostPath)
-			continue
-		}
-		if node.IsDir(v.HostPath) {
-			whole = append(whole, v.HostPath)
-			continue
-		}
-		if filepath.Base(v.MountPath) != filepath.Base(v.HostPath) {
-			t.Errorf("volume %s: file %s mounted as %s", v.Name, v.HostPath, v.MountPath)
+		if !Root(root).IsFile(v.HostPath) {
+			t.Errorf("volume %s: hostPath %s is not a file on the node", v.Name, v.HostPath)
 		}
 	}
-	if fmt.Sprint(whole) != fmt.Sprint(wholeDirs) {
-		t.Errorf("directories mounted whole: %q, want %q", whole, wholeDirs)
-	}
-	env := map[string]string{}
-	for _, e := range acc.EnvVars {
-		env[e.Name] = e.Value
-	}
-	if env["LD_LIBRARY_PATH"] != LibraryMountPath || !strings.HasPrefix(env["PATH"], BinaryMountPath+":") || !strings.HasSuffix(env["PATH"], ":/bin") {
-		t.Errorf("env: %v", env)
+	if !maps.Equal(got, want) || len(acc.Volumes) != len(want) {
+		t.Errorf("mounts (mount path: host path) %v, want %v", got, want)
 	}
 	for _, l := range f.Libraries {
 		if strings.HasSuffix(l.Name, ".so") || strings.Contains(l.Path, "i386") {
@@ -250,7 +270,7 @@ func TestDetectInitFails(t *testing.T) {
 			if f.DriverVersion != "550.54.15" || len(f.GPUs) != 0 {
 				t.Errorf("driver %q from the file name, %d GPUs", f.DriverVersion, len(f.GPUs))
 			}
-			checkConfig(t, f, root, nil)
+			checkConfig(t, f, root)
 		})
 	}
 }

@@ -31,6 +31,9 @@ type Finding struct {
 	// garbled ld.so.cache, a directory that could not be listed, driver files skipped because
 	// they are dangling links, symlink loops or unreadable. Each names the host path.
 	Warnings []string `json:"warnings,omitempty"`
+	// Runtime is set when the node's container runtime gives containers the driver itself
+	// (the NVIDIA container toolkit); Config then mounts nothing.
+	Runtime *Runtime `json:"runtime,omitempty"`
 	// Config is the accelerator config for this node, in the operator's format.
 	Config accelerator.Config `json:"config"`
 	// Loaded is the file nodeprobe loaded NVML from, as nodeprobe sees it (under DriverRoot,

@@ -39,10 +39,10 @@ func libraryDirs(r Root) []string {
 	return append(dirs, "/usr/lib/nvidia", containerDir)
 }
 
-// containerDir is where the driver's libraries are inside a GPU container: the operator mounts
-// them there (LibraryMountPath), as GKE does, and NVIDIA's CUDA images have it on their
-// LD_LIBRARY_PATH. Its bin sibling holds the tools.
-const containerDir = LibraryMountPath
+// containerDir is where GKE's device plugin, and mlkube before it mounted the driver into the
+// image's own directories, put the driver's libraries inside a GPU container (NVIDIA's CUDA
+// images have it on their LD_LIBRARY_PATH). Its bin sibling holds the tools.
+const containerDir = "/usr/local/nvidia/lib64"
 
 // libraryDirPatterns are libraryDirs as the "looked in" message names them.
 func libraryDirPatterns() []string {

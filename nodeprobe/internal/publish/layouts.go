@@ -143,10 +143,16 @@ func (s *State) Conflicts() *Conflicts {
 	return c
 }
 
+// hostPaths are what a layout mounts; a layout whose runtime gives the driver mounts nothing,
+// and says so.
 func hostPaths(cfg accelerator.Config) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, a := range cfg.Accelerators {
+		if a.Runtime != "" && !seen[a.Runtime] {
+			seen[a.Runtime] = true
+			out = append(out, "runtime: "+a.Runtime)
+		}
 		for _, v := range a.Volumes {
 			if !seen[v.HostPath] {
 				seen[v.HostPath] = true

@@ -30,6 +30,9 @@ type NodeSummary struct {
 	// Warnings are the problems the probe met (broken driver files, an unreadable
 	// ld.so.cache), each naming the host path.
 	Warnings []string `json:"warnings,omitempty"`
+	// Runtime says how the node's container runtime gives containers the driver itself (the
+	// NVIDIA container toolkit), and which file says so; the operator then mounts nothing there.
+	Runtime string `json:"runtime,omitempty"`
 	// NotPublished says why this node's layout was not recorded in the ConfigMap.
 	NotPublished string `json:"notPublished,omitempty"`
 }
@@ -43,6 +46,9 @@ func Summarize(r Report) NodeSummary {
 	s := NodeSummary{
 		GPU: true, Reason: f.NVMLError, DriverVersion: f.DriverVersion, CUDADriverVersion: f.CUDADriverVersion,
 		GPUs: len(f.GPUs), Layout: LayoutID(f.Config), Warnings: f.Warnings,
+	}
+	if f.Runtime != nil {
+		s.Runtime = fmt.Sprintf("%s (%s)", f.Runtime.How, f.Runtime.Path)
 	}
 	for _, g := range f.GPUs {
 		if g.Name != "" && !slices.Contains(s.Models, g.Name) {

@@ -153,6 +153,36 @@ func TestConflictingLayouts(t *testing.T) {
 	sameConfig(t, published(t, p), deb.Config)
 }
 
+// Nodes whose runtime gives containers the driver (the NVIDIA container toolkit) and nodes
+// where mlkube mounts it: each node says which in its annotation, conflicts.yaml names which node
+// is which, and when the runtime's nodes are the most, the published config mounts nothing and
+// sends GPU pods there.
+func TestRuntimeNodesBesideMountedNodes(t *testing.T) {
+	p := setup(t)
+	a, b, c := node(t, p, "dgx-a"), node(t, p, "dgx-b"), node(t, p, "gpu-c")
+	tk, deb := toolkitFinding(), debianFinding()
+	tkID, debID := LayoutID(tk.Config), LayoutID(deb.Config)
+
+	publish(t, p, gpu(c, deb))
+	publish(t, p, gpu(a, tk))
+	publish(t, p, gpu(b, tk)) // 2:1 for the runtime
+	cfg := published(t, p)
+	if got := cfg.Accelerators[driver.Resource]; got.Runtime != accelerator.RuntimeNVIDIA || len(got.Volumes) != 0 || got.NodeSelector[accelerator.LayoutLabel] != tkID {
+		t.Errorf("published %+v, want the runtime's layout: nothing mounted, pods sent to layout %s", got, tkID)
+	}
+	var conflicts Conflicts
+	must(t, yaml.Unmarshal([]byte(configMap(t, p).Data[KeyConflicts]), &conflicts))
+	if conflicts.Nodes[a] != tkID || conflicts.Nodes[c] != debID || !slices.Equal(conflicts.Layouts[tkID], []string{"runtime: " + accelerator.RuntimeNVIDIA}) ||
+		!slices.Contains(conflicts.Layouts[debID], "/usr/bin/nvidia-smi") {
+		t.Errorf("%s:\n%s", KeyConflicts, configMap(t, p).Data[KeyConflicts])
+	}
+	for n, want := range map[string]string{a: "nvidia is containerd's default runtime (/etc/containerd/config.toml)", c: ""} {
+		if s, node := summary(t, n); s.Runtime != want || node.Labels[accelerator.LayoutLabel] != conflicts.Nodes[n] {
+			t.Errorf("node %s: summary runtime %q, label %q; want %q and its layout", n, s.Runtime, node.Labels[accelerator.LayoutLabel], want)
+		}
+	}
+}
+
 // Many nodes writing at once: resourceVersion conflicts make them retry, and no record is lost.
 func TestConcurrentNodesLoseNothing(t *testing.T) {
 	p := setup(t)

@@ -56,18 +56,26 @@ func must(t *testing.T, err error) { t.Helper(); jobtest.Must(t, err) }
 // Two layouts as nodeprobe finds them: GKE's driver directory, and Debian's files.
 func gkeFinding() *driver.Finding {
 	return finding(
-		accelerator.Volume{Name: "nvidia-libraries", HostPath: "/home/kubernetes/bin/nvidia/lib64", MountPath: driver.LibraryMountPath},
-		accelerator.Volume{Name: "nvidia-binaries", HostPath: "/home/kubernetes/bin/nvidia/bin", MountPath: driver.BinaryMountPath})
+		accelerator.Volume{Name: "nvidia-lib-libcuda-so-1", HostPath: "/home/kubernetes/bin/nvidia/lib64/libcuda.so.1", MountPath: "/usr/lib64/libcuda.so.1"},
+		accelerator.Volume{Name: "nvidia-bin-nvidia-smi", HostPath: "/home/kubernetes/bin/nvidia/bin/nvidia-smi", MountPath: "/usr/bin/nvidia-smi"})
 }
 
 func debianFinding() *driver.Finding {
 	return finding(
-		accelerator.Volume{Name: "nvidia-lib-libcuda-so-1", HostPath: "/usr/lib/x86_64-linux-gnu/libcuda.so.1", MountPath: driver.LibraryMountPath + "/libcuda.so.1"},
-		accelerator.Volume{Name: "nvidia-bin-nvidia-smi", HostPath: "/usr/bin/nvidia-smi", MountPath: driver.BinaryMountPath + "/nvidia-smi"})
+		accelerator.Volume{Name: "nvidia-lib-libcuda-so-1", HostPath: "/usr/lib/x86_64-linux-gnu/libcuda.so.1", MountPath: "/usr/lib64/libcuda.so.1"},
+		accelerator.Volume{Name: "nvidia-bin-nvidia-smi", HostPath: "/usr/bin/nvidia-smi", MountPath: "/usr/bin/nvidia-smi"})
+}
+
+// toolkitFinding is a node whose runtime gives containers the driver: nothing to mount.
+func toolkitFinding() *driver.Finding {
+	f := finding()
+	f.Runtime = &driver.Runtime{How: "nvidia is containerd's default runtime", Path: "/etc/containerd/config.toml"}
+	f.Config.Accelerators[driver.Resource] = accelerator.Accelerator{Runtime: accelerator.RuntimeNVIDIA}
+	return f
 }
 
 func finding(vols ...accelerator.Volume) *driver.Finding {
-	acc := accelerator.Accelerator{Volumes: vols, EnvVars: []accelerator.EnvVar{{Name: "LD_LIBRARY_PATH", Value: driver.LibraryMountPath}}}
+	acc := accelerator.Accelerator{Volumes: vols}
 	f := &driver.Finding{
 		DriverVersion: "550.54.15", CUDADriverVersion: "12.4",
 		GPUs:   []driver.GPU{{Index: 0, Name: "NVIDIA A100-SXM4-40GB"}, {Index: 1, Name: "NVIDIA A100-SXM4-40GB"}},
