@@ -14,15 +14,22 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
+// gpuConfigV1 mounts one file in two places, and names env vars: an older nodeprobe's
+// LD_LIBRARY_PATH, which the pod must not get (it would replace the image's own), and another.
 const gpuConfigV1 = `accelerators:
   nvidia.com/gpu:
     volumes:
-    - name: nvidia-libraries
-      hostPath: /usr/lib/nvidia-550
-      mountPath: /usr/local/nvidia/lib64
+    - name: nvidia-lib-libcuda-so-1
+      hostPath: /usr/lib/nvidia-550/libcuda.so.1
+      mountPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1
+    - name: nvidia-lib-libcuda-so-1
+      hostPath: /usr/lib/nvidia-550/libcuda.so.1
+      mountPath: /usr/lib64/libcuda.so.1
     envVars:
     - name: LD_LIBRARY_PATH
       value: /usr/local/nvidia/lib64
+    - name: NVIDIA_DRIVER_CAPABILITIES
+      value: compute,utility
 `
 
 const gpuConfigV2 = `accelerators:
@@ -74,15 +81,15 @@ func TestAcceleratorConfigInjectedAndReloaded(t *testing.T) {
 	must(t, k8s.Create(context.Background(), gpuJob(ns, "gpu1")))
 	pods := waitPods(t, ns, "gpu1-worker-0", "gpu1-ps-0")
 	w := pods["gpu1-worker-0"]
-	if len(w.Spec.Volumes) != 1 || w.Spec.Volumes[0].HostPath == nil || w.Spec.Volumes[0].HostPath.Path != "/usr/lib/nvidia-550" {
+	if len(w.Spec.Volumes) != 1 || w.Spec.Volumes[0].HostPath == nil || w.Spec.Volumes[0].HostPath.Path != "/usr/lib/nvidia-550/libcuda.so.1" {
 		t.Fatalf("worker volumes %+v", w.Spec.Volumes)
 	}
 	tf := w.Spec.Containers[0]
-	if len(tf.VolumeMounts) != 1 || tf.VolumeMounts[0].MountPath != "/usr/local/nvidia/lib64" || !tf.VolumeMounts[0].ReadOnly {
+	if m := tf.VolumeMounts; len(m) != 2 || m[0].MountPath != "/usr/lib/x86_64-linux-gnu/libcuda.so.1" || m[1].MountPath != "/usr/lib64/libcuda.so.1" || !m[0].ReadOnly || !m[1].ReadOnly {
 		t.Errorf("tensorflow mounts %+v", tf.VolumeMounts)
 	}
-	if !hasEnv(tf, "LD_LIBRARY_PATH", "/usr/local/nvidia/lib64") || !hasEnv(tf, "TF_CONFIG", "") {
-		t.Errorf("tensorflow env %+v", tf.Env)
+	if !hasEnv(tf, "NVIDIA_DRIVER_CAPABILITIES", "compute,utility") || !hasEnv(tf, "TF_CONFIG", "") || hasEnv(tf, "LD_LIBRARY_PATH", "") {
+		t.Errorf("tensorflow env %+v: want the config's NVIDIA_DRIVER_CAPABILITIES, never its LD_LIBRARY_PATH", tf.Env)
 	}
 	if side := w.Spec.Containers[1]; len(side.VolumeMounts) != 0 || len(side.Env) != 0 {
 		t.Errorf("the sidecar asks for no GPU but got %+v %+v", side.VolumeMounts, side.Env)

@@ -1,63 +1,43 @@
 {{/*
 The accelerators.preset configs: the shape nodeprobe publishes for the same layouts
 (nodeprobe/internal/driver's buildConfig; the chart's tests hold each preset to what nodeprobe
-finds on such a node, testdata/layouts/*.yaml). Libraries go to /usr/local/nvidia/lib64 and tools
-to /usr/local/nvidia/bin, where NVIDIA's CUDA images look, and both env vars replace the image's
-own values, so PATH carries the usual directories.
-*/}}
+finds on such a node, testdata/layouts/*.yaml). Each driver file is mounted on its own into the
+image's own directories: libraries into both /usr/lib/x86_64-linux-gnu (Debian, Ubuntu) and
+/usr/lib64 (RHEL and friends), where the image's dynamic loader looks with no env, and tools into
+/usr/bin. No env is set: a pod's env would replace the image's own PATH and LD_LIBRARY_PATH.
 
-{{/*
-GKE's driver installer puts the driver alone in its own directories, so each is mounted whole:
-files not named here (graphics, video) come along.
+Only files every driver release installs are named: a hostPath missing on the node is created
+there by the container runtime as an empty directory. nodeprobe, or accelerators.config with
+what `nodeprobe detect` prints, mounts the rest (libcudadebugger, libnvidia-gpucomp.so.<version>).
+The host paths are the SONAME links, which the kubelet follows on the node.
 */}}
-{{- define "mlkube.accelerators.gke" -}}
+{{- define "mlkube.accelerators.files" -}}
 accelerators:
   nvidia.com/gpu:
     volumes:
-    - name: nvidia-libraries
-      hostPath: /home/kubernetes/bin/nvidia/lib64
-      mountPath: /usr/local/nvidia/lib64
-    - name: nvidia-binaries
-      hostPath: /home/kubernetes/bin/nvidia/bin
-      mountPath: /usr/local/nvidia/bin
-    envVars:
-    - name: LD_LIBRARY_PATH
-      value: /usr/local/nvidia/lib64
-    - name: PATH
-      value: /usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    {{- range $file := list "libnvidia-ml.so.1" "libcuda.so.1" "libnvidia-ptxjitcompiler.so.1" }}
+    {{- range $dir := list "/usr/lib/x86_64-linux-gnu" "/usr/lib64" }}
+    - name: nvidia-lib-{{ $file | replace "." "-" }}
+      hostPath: {{ $.lib }}/{{ $file }}
+      mountPath: {{ $dir }}/{{ $file }}
+    {{- end }}
+    {{- end }}
+    - name: nvidia-bin-nvidia-smi
+      hostPath: {{ .bin }}/nvidia-smi
+      mountPath: /usr/bin/nvidia-smi
+{{- end }}
+
+{{/* GKE's driver installer puts the driver alone in its own directories. */}}
+{{- define "mlkube.accelerators.gke" -}}
+{{- include "mlkube.accelerators.files" (dict "lib" "/home/kubernetes/bin/nvidia/lib64" "bin" "/home/kubernetes/bin/nvidia/bin") }}
 {{- end }}
 
 {{/*
 A driver installed on an Ubuntu host (NVIDIA's packages or its .run installer): its files are in
-/usr/lib/x86_64-linux-gnu and /usr/bin, among every other library and tool of the system. Those
-directories are never mounted whole (the node's C library would shadow the image's), so each
-driver file is mounted on its own; a hostPath may name a file, and the host path is the SONAME
-link, which the kubelet follows on the node. Only files every driver release installs are
-named: a hostPath missing on the node is created there by the container runtime as an empty
-directory. nodeprobe, or accelerators.config with what `nodeprobe detect` prints, mounts the
-rest (libcudadebugger, libnvidia-gpucomp.so.<version>, ...).
+/usr/lib/x86_64-linux-gnu and /usr/bin, among every other library and tool of the system.
 */}}
 {{- define "mlkube.accelerators.ubuntu-host-driver" -}}
-accelerators:
-  nvidia.com/gpu:
-    volumes:
-    - name: nvidia-lib-libnvidia-ml-so-1
-      hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1
-      mountPath: /usr/local/nvidia/lib64/libnvidia-ml.so.1
-    - name: nvidia-lib-libcuda-so-1
-      hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1
-      mountPath: /usr/local/nvidia/lib64/libcuda.so.1
-    - name: nvidia-lib-libnvidia-ptxjitcompiler-so-1
-      hostPath: /usr/lib/x86_64-linux-gnu/libnvidia-ptxjitcompiler.so.1
-      mountPath: /usr/local/nvidia/lib64/libnvidia-ptxjitcompiler.so.1
-    - name: nvidia-bin-nvidia-smi
-      hostPath: /usr/bin/nvidia-smi
-      mountPath: /usr/local/nvidia/bin/nvidia-smi
-    envVars:
-    - name: LD_LIBRARY_PATH
-      value: /usr/local/nvidia/lib64
-    - name: PATH
-      value: /usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+{{- include "mlkube.accelerators.files" (dict "lib" "/usr/lib/x86_64-linux-gnu" "bin" "/usr/bin") }}
 {{- end }}
 
 {{/* AKS's GPU node pools run Ubuntu with the driver installed on the host, where the above looks. */}}
