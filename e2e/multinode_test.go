@@ -260,13 +260,13 @@ func pulledFromRegistry(t *testing.T, c client.Client, workers []string, devctlM
 // driver is where its mounts say, and finds the driver there.
 func gpuNodesThatDisagree(t *testing.T, c client.Client, cs kubernetes.Interface, workers []string) {
 	ctx := context.Background()
-	lib := fakeNVML(t)
+	driver := buildFakeDriver(t)
 	layouts := map[string][2]string{ // node → library and tool folders
 		workers[0]: {fakeLibDir, "/usr/bin"},
 		workers[1]: {"/home/kubernetes/bin/nvidia/lib64", "/home/kubernetes/bin/nvidia/bin"},
 	}
 	for _, node := range workers {
-		putFakeDriver(t, node, lib, layouts[node][0], layouts[node][1])
+		putFakeDriver(t, node, driver, layouts[node][0], layouts[node][1])
 		advertiseGPU(t, ctx, c, node)
 		// nodeprobe probes every 5 minutes; a new pod probes at once.
 		old := nodeprobePod(t, c, node, "")

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/accelerator"
-	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // nodeprobe, as devctl up deployed it, in the kind cluster: on the node as it is (no GPU), then
@@ -41,8 +40,6 @@ const (
 
 var (
 	acceleratorsKey = types.NamespacedName{Namespace: "mlkube-system", Name: "mlkube-accelerators"}
-	// fakeDriverFiles are the host paths the published config must name.
-	fakeDriverFiles = []string{fakeLibDir + "/libnvidia-ml.so.1", fakeLibDir + "/libcuda.so.1", "/usr/bin/nvidia-smi"}
 )
 
 // gpuReport is nodeprobe's node annotation.
@@ -107,38 +104,53 @@ func TestNodeprobe(t *testing.T) {
 	})
 }
 
-// fakeNVML builds nodeprobe's fake libnvidia-ml with gcc.
-func fakeNVML(t *testing.T) string {
+// fakeDriver is the fake driver's files, built here with gcc: nodeprobe's stand-in for
+// libnvidia-ml (testdata/fake_nvml.c), and stand-ins for libcuda and nvidia-smi
+// (testdata/gpuimage), real ELF files that a container's dynamic loader loads and runs.
+type fakeDriver struct{ nvml, cuda, smi string }
+
+func buildFakeDriver(t *testing.T) fakeDriver {
 	t.Helper()
-	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so."+fakeDriverVersion)
-	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", lib, "../nodeprobe/cmd/nodeprobe/testdata/fake_nvml.c").CombinedOutput(); err != nil {
-		t.Fatalf("building the fake libnvidia-ml with gcc: %v\n%s", err, out)
+	dir := t.TempDir()
+	d := fakeDriver{
+		nvml: filepath.Join(dir, "libnvidia-ml.so."+fakeDriverVersion),
+		cuda: filepath.Join(dir, "libcuda.so."+fakeDriverVersion),
+		smi:  filepath.Join(dir, "nvidia-smi"),
 	}
-	return lib
+	gcc(t, "-shared", "-fPIC", "-o", d.nvml, "../nodeprobe/cmd/nodeprobe/testdata/fake_nvml.c")
+	gcc(t, "-shared", "-fPIC", "-o", d.cuda, "testdata/gpuimage/fake_cuda.c")
+	gcc(t, "-o", d.smi, "testdata/gpuimage/fake_nvidia_smi.c")
+	return d
+}
+
+func gcc(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("gcc", append([]string{"-Wall", "-Werror"}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 // putFakeDriver puts the fake driver into the node as its installer and ldconfig leave it: real
 // files under the full version, SONAME links beside them, the tool nvidia-smi. libDir and binDir
 // are where: Debian's packages use /usr/lib/x86_64-linux-gnu and /usr/bin, GKE's installer
 // /home/kubernetes/bin/nvidia/lib64 and .../bin.
-func putFakeDriver(t *testing.T, node, lib, libDir, binDir string) {
+func putFakeDriver(t *testing.T, node string, d fakeDriver, libDir, binDir string) {
 	t.Helper()
 	docker(t, "exec", node, "mkdir", "-p", libDir, binDir)
-	docker(t, "cp", lib, node+":"+libDir+"/")
+	docker(t, "cp", d.nvml, node+":"+libDir+"/")
+	docker(t, "cp", d.cuda, node+":"+libDir+"/")
+	docker(t, "cp", d.smi, node+":"+binDir+"/")
 	docker(t, "exec", node, "sh", "-ec", `cd `+libDir+`
-chmod 0755 libnvidia-ml.so.`+fakeDriverVersion+`
+chmod 0755 libnvidia-ml.so.`+fakeDriverVersion+` libcuda.so.`+fakeDriverVersion+` `+binDir+`/nvidia-smi
 ln -sf libnvidia-ml.so.`+fakeDriverVersion+` libnvidia-ml.so.1
-: > libcuda.so.`+fakeDriverVersion+`
-ln -sf libcuda.so.`+fakeDriverVersion+` libcuda.so.1
-printf '#!/bin/sh\necho fake nvidia-smi\n' > `+binDir+`/nvidia-smi
-chmod 0755 `+binDir+`/nvidia-smi`)
+ln -sf libcuda.so.`+fakeDriverVersion+` libcuda.so.1`)
 }
 
 func fakeGPU(t *testing.T, ctx context.Context, c client.Client, cs kubernetes.Interface, node string, original corev1.ConfigMap) {
-	lib := fakeNVML(t)
+	driver := buildFakeDriver(t)
 	start := time.Now()
 	t.Cleanup(func() { removeFakeGPU(t, c, node, original) })
-	putFakeDriver(t, node, lib, fakeLibDir, "/usr/bin")
+	putFakeDriver(t, node, driver, fakeLibDir, "/usr/bin")
 	advertiseGPU(t, ctx, c, node)
 	advertised := time.Now()
 
@@ -185,56 +197,12 @@ func fakeGPU(t *testing.T, ctx context.Context, c client.Client, cs kubernetes.I
 
 	// A GPU job: its container runs nodeprobe detect on its own root, where the operator mounted
 	// the driver, and reports what it sees there.
-	ns := newNamespace(t, c, "gpu")
-	job := &v1beta1.TfJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpu"},
-		Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{{
-			TfReplicaType: v1beta1.TfReplicaWorker,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-				Name: "tensorflow", Image: "mlkube/nodeprobe:dev", ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:   []string{"/nodeprobe", "detect", "--driver-root", "/"},
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{gpuResource: resource.MustParse("1")}},
-			}}}},
-		}}},
-	}
 	jobStart := time.Now()
-	must(t, c.Create(ctx, job))
-	podKey := types.NamespacedName{Namespace: ns, Name: "gpu-worker-0"}
-	eventually(t, 3*time.Minute, "the GPU job to succeed", func() error {
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(job), job))
-		var pod corev1.Pod
-		if err := c.Get(ctx, podKey, &pod); err == nil {
-			for _, cond := range pod.Status.Conditions {
-				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && strings.Contains(cond.Message, string(gpuResource)) {
-					// The kubelet should keep an extended resource it did not set; if it did
-					// not, say so and put it back.
-					t.Logf("pod %s unschedulable (%s); advertising %s on %s again", podKey, cond.Message, gpuResource, node)
-					advertiseGPU(t, ctx, c, node)
-				}
-			}
-		}
-		switch job.Status.State {
-		case v1beta1.JobStateSucceeded:
-			return nil
-		case v1beta1.JobStateFailed:
-			var pod corev1.Pod
-			_ = c.Get(ctx, podKey, &pod)
-			t.Fatalf("the GPU job failed: %+v\nits log:\n%s", job.Status.Conditions, podLog(t, cs, pod, nil))
-		}
-		return fmt.Errorf("state %q conditions %+v", job.Status.State, job.Status.Conditions)
+	pod, log := runGPUJob(t, ctx, c, cs, node, newNamespace(t, c, "gpu"), corev1.Container{
+		Name: "tensorflow", Image: "mlkube/nodeprobe:dev", ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"/nodeprobe", "detect", "--driver-root", "/"},
 	})
 	timing("nodeprobe: GPU TfJob (nodeprobe detect in the container) to Succeeded", time.Since(jobStart))
-
-	var pod corev1.Pod
-	eventually(t, time.Minute, "the GPU pod kept, Succeeded", func() error {
-		if err := c.Get(ctx, podKey, &pod); err != nil {
-			return err
-		}
-		if pod.Status.Phase != corev1.PodSucceeded {
-			return fmt.Errorf("phase %s", pod.Status.Phase)
-		}
-		return nil
-	})
 	checkDriverMounts(t, pod, published)
 
 	// The kubelet recomputes the node's status every 10s: two rounds later, the resource it did
@@ -245,19 +213,20 @@ func fakeGPU(t *testing.T, ctx context.Context, c client.Client, cs kubernetes.I
 	if q := n.Status.Allocatable[gpuResource]; q.Cmp(resource.MustParse("1")) != 0 {
 		t.Errorf("%s allocatable on node %s %s after %s, want 1: the kubelet dropped it", gpuResource, node, q.String(), time.Since(advertised).Round(time.Second))
 	}
-	log := podLog(t, cs, pod, nil)
 	matches(t, "nodeprobe detect in the GPU container", log,
 		`(?m)^Driver:\s+`+regexp.QuoteMeta(fakeDriverVersion)+` \(CUDA 12\.4\)$`,
-		`(?m)^NVML:\s+/usr/local/nvidia/lib64/libnvidia-ml\.so\.1$`,
+		`(?m)^NVML:\s+/usr/lib/x86_64-linux-gnu/libnvidia-ml\.so\.1$`,
 		`(?m)^GPUs: 2$`,
 		`(?m)^  0\s+Fake NVIDIA H100 80GB HBM3\s+GPU-fa4e0000-0000-0000-0000-000000000000\s+81559 MiB$`,
-		`(?m)^  libnvidia-ml\.so\.1\s+/usr/local/nvidia/lib64/libnvidia-ml\.so\.1\s+\(`,
-		`(?m)^  libcuda\.so\.1\s+/usr/local/nvidia/lib64/libcuda\.so\.1\s+\(nvml-dir\)$`,
-		`(?m)^  nvidia-smi\s+/usr/local/nvidia/bin/nvidia-smi\s+\(search\)$`,
+		`(?m)^  libnvidia-ml\.so\.1\s+/usr/lib/x86_64-linux-gnu/libnvidia-ml\.so\.1\s+\(`,
+		`(?m)^  libcuda\.so\.1\s+/usr/lib/x86_64-linux-gnu/libcuda\.so\.1\s+\(nvml-dir\)$`,
+		`(?m)^  nvidia-smi\s+/usr/bin/nvidia-smi\s+\(search\)$`,
 	)
 	if t.Failed() {
 		t.Logf("the GPU container's log:\n%s", log)
 	}
+
+	t.Run("an image's own env", func(t *testing.T) { imagesOwnEnv(t, ctx, c, cs, node) })
 
 	// A second devctl up keeps what nodeprobe published: the operator's manifests ship the
 	// ConfigMap empty, and applying them again must not take it back.
@@ -275,34 +244,37 @@ func fakeGPU(t *testing.T, ctx context.Context, c client.Client, cs kubernetes.I
 
 	out, _, err = run(t, "status", "--name", name)
 	must(t, err)
-	matches(t, "devctl status", out, `(?m)^GPUs +`+regexp.QuoteMeta("configured: nvidia.com/gpu (3 volumes, 2 env vars); GPU nodes: "+node+" (driver "+fakeDriverVersion+", 2 GPU(s))"))
+	matches(t, "devctl status", out, `(?m)^GPUs +`+regexp.QuoteMeta("configured: nvidia.com/gpu (5 mounts, 0 env vars); GPU nodes: "+node+" (driver "+fakeDriverVersion+", 2 GPU(s), driver mounted by mlkube)"))
 }
 
 // fakeDriverConfig checks that cfg mounts the fake driver's files, each on its own (the
-// directories are the node's system directories), and nothing else.
+// directories are the node's system directories) into the image's own directories, libraries
+// into both families' library directories, and sets no env.
 func fakeDriverConfig(cfg *accelerator.Config) error {
 	gpu, ok := cfg.Accelerators[string(gpuResource)]
 	if !ok || len(cfg.Accelerators) != 1 {
 		return fmt.Errorf("config for %v, want %s alone", slices.Sorted(maps.Keys(cfg.Accelerators)), gpuResource)
 	}
-	var hostPaths []string
+	var mounts []string
 	for _, v := range gpu.Volumes {
-		hostPaths = append(hostPaths, v.HostPath)
-		if want := "/usr/local/nvidia/"; !strings.HasPrefix(v.MountPath, want) {
-			return fmt.Errorf("volume %s mounted at %s, want under %s", v.Name, v.MountPath, want)
-		}
+		mounts = append(mounts, v.HostPath+" -> "+v.MountPath)
 	}
-	if !slices.Equal(hostPaths, fakeDriverFiles) {
-		return fmt.Errorf("volumes of host paths %v, want %v", hostPaths, fakeDriverFiles)
+	want := []string{
+		fakeLibDir + "/libnvidia-ml.so.1 -> /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", fakeLibDir + "/libnvidia-ml.so.1 -> /usr/lib64/libnvidia-ml.so.1",
+		fakeLibDir + "/libcuda.so.1 -> /usr/lib/x86_64-linux-gnu/libcuda.so.1", fakeLibDir + "/libcuda.so.1 -> /usr/lib64/libcuda.so.1",
+		"/usr/bin/nvidia-smi -> /usr/bin/nvidia-smi",
 	}
-	if !slices.Contains(gpu.EnvVars, accelerator.EnvVar{Name: "LD_LIBRARY_PATH", Value: "/usr/local/nvidia/lib64"}) {
-		return fmt.Errorf("env vars %v lack LD_LIBRARY_PATH=/usr/local/nvidia/lib64", gpu.EnvVars)
+	if !slices.Equal(mounts, want) {
+		return fmt.Errorf("mounts %q, want %q", mounts, want)
+	}
+	if len(gpu.EnvVars) > 0 {
+		return fmt.Errorf("env vars %v: a GPU container must keep its image's own", gpu.EnvVars)
 	}
 	return nil
 }
 
 // checkDriverMounts checks that the operator gave the GPU container the published volumes,
-// read-only, and the env vars.
+// read-only, and left its env alone.
 func checkDriverMounts(t *testing.T, pod corev1.Pod, cfg *accelerator.Config) {
 	t.Helper()
 	want := cfg.Accelerators[string(gpuResource)]
@@ -313,14 +285,14 @@ func checkDriverMounts(t *testing.T, pod corev1.Pod, cfg *accelerator.Config) {
 			t.Errorf("the GPU pod has no hostPath volume %s of %s: %+v", v.Name, v.HostPath, pod.Spec.Volumes)
 			continue
 		}
-		j := slices.IndexFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == v.Name })
-		if j < 0 || ctr.VolumeMounts[j].MountPath != v.MountPath || !ctr.VolumeMounts[j].ReadOnly {
+		j := slices.IndexFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == v.Name && m.MountPath == v.MountPath })
+		if j < 0 || !ctr.VolumeMounts[j].ReadOnly {
 			t.Errorf("the GPU container does not mount %s read-only at %s: %+v", v.Name, v.MountPath, ctr.VolumeMounts)
 		}
 	}
-	for _, e := range want.EnvVars {
-		if !slices.ContainsFunc(ctr.Env, func(env corev1.EnvVar) bool { return env.Name == e.Name && env.Value == e.Value }) {
-			t.Errorf("the GPU container lacks %s=%s: %+v", e.Name, e.Value, ctr.Env)
+	for _, e := range ctr.Env {
+		if e.Name == "PATH" || e.Name == "LD_LIBRARY_PATH" {
+			t.Errorf("the GPU container got %s=%s, which replaces its image's own", e.Name, e.Value)
 		}
 	}
 }
