@@ -42,6 +42,7 @@ func TestAcrossNodes(t *testing.T) {
 	// on its creation, which would otherwise add two minutes to the suite.
 	t.Parallel()
 	const multi = "mlkube-e2e-multi"
+	ddpImage := startDDPImage(t)
 	// Its own kubeconfig: devctl up makes its cluster the current context, and the other tests
 	// run devctl against the suite's cluster through theirs.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -188,6 +189,7 @@ func TestAcrossNodes(t *testing.T) {
 	}
 	t.Run("a trainer pushed to the local registry, pulled by every worker", func(t *testing.T) { pulledFromRegistry(t, c, workers, devctlMulti) })
 	t.Run("GPU nodes that disagree", func(t *testing.T) { gpuNodesThatDisagree(t, c, cs, workers) })
+	t.Run("PyTorch DDP", func(t *testing.T) { pytorchDDP(t, c, cs, workers, multi, ddpImage(t), devctlMulti) })
 }
 
 // pushNodeImageCopy pushes the offline node image to the local registry and returns the copy's

@@ -1,0 +1,285 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+)
+
+const ddpDir = "../samples/pytorch-ddp"
+
+// startDDPImage builds the PyTorch sample's image (samples/pytorch-ddp/build.sh: Debian's
+// python3-torch, cached in Docker by its package versions) in the background, while the cluster
+// is made and the other samples run. The function it returns waits for it and gives its tag.
+func startDDPImage(t *testing.T) func(t *testing.T) string {
+	type built struct {
+		tag, log string
+		took     time.Duration
+		err      error
+	}
+	done := make(chan built, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(filepath.Join(ddpDir, "build.sh"))
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err := cmd.Run()
+		done <- built{strings.TrimSpace(stdout.String()), stderr.String(), time.Since(start), err}
+	}()
+	var once sync.Once
+	var b built
+	wait := func() { once.Do(func() { b = <-done }) }
+	// A test that ends early still waits for the build: no debootstrap outlives the suite.
+	t.Cleanup(wait)
+	return func(t *testing.T) string {
+		t.Helper()
+		wait()
+		t.Logf("$ samples/pytorch-ddp/build.sh  (%.1fs, err=%v)\n%s", b.took.Seconds(), b.err, b.log)
+		if b.err != nil || b.tag == "" {
+			t.Fatalf("samples/pytorch-ddp/build.sh failed (%v): its output above says why", b.err)
+		}
+		timing("samples/pytorch-ddp/build.sh: the PyTorch image (beside the cluster's creation)", b.took)
+		return b.tag
+	}
+}
+
+// pytorchDDP runs the PyTorch sample, Debian's real torch, on the three-node cluster: DDP over
+// gloo started with env:// and with torchrun, each with its ranks on both workers, the loss
+// falling and every rank ending with the same parameters; a rank killed once (exit 137) restarted
+// and the job succeeding; a rank exiting 1 failing the job. The four jobs run at once, after
+// devctl load has put the image into the nodes.
+func pytorchDDP(t *testing.T, c client.Client, cs kubernetes.Interface, workers []string, cluster, image string,
+	devctlMulti func(...string) (string, time.Duration, error)) {
+	out, took, err := devctlMulti("load", "--name", cluster, image)
+	if err != nil {
+		t.Fatalf("devctl load %s: %v", image, err)
+	}
+	if strings.Contains(out, "✓ Loaded ") {
+		timing("devctl load of the PyTorch image into 2 nodes", took)
+	}
+	r := ddpRunner{c: c, cs: cs, devctl: devctlMulti}
+	t.Run("env://", func(t *testing.T) {
+		t.Parallel()
+		r.succeeds(t, "ddp-env", sampleJob(t, "job.yaml"), "env://")
+	})
+	t.Run("torchrun", func(t *testing.T) {
+		t.Parallel()
+		r.succeeds(t, "ddp-torchrun", sampleJob(t, "job-torchrun.yaml"), "torchrun")
+	})
+	t.Run("the master killed once (exit 137) is restarted", func(t *testing.T) {
+		t.Parallel()
+		ns := "e2e-nodes-ddp-retry"
+		job := sampleJob(t, "job.yaml")
+		limit := int32(6)
+		job.Spec.RunPolicy.BackoffLimit = &limit
+		// The master fails at step 5 once: the marker is on a hostPath of the node it is held
+		// to, so its pod, created again there, finds it. The workers lose their peer and exit
+		// 142 (retryable) too; all three come back and train from the start.
+		master := &job.Spec.ReplicaSpecs[0].Template.Spec
+		master.NodeSelector = map[string]string{corev1.LabelHostname: workers[0]}
+		setEnv(master, "FAIL_RANK", "0", "FAIL_EXIT_CODE", "137", "FAIL_AT_STEP", "5", "FAIL_ONCE_FILE", "/once/"+ns)
+		master.Containers[0].VolumeMounts = append(master.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "once", MountPath: "/once"})
+		dirOrCreate := corev1.HostPathDirectoryOrCreate
+		master.Volumes = append(master.Volumes, corev1.Volume{Name: "once", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/mlkube-e2e-ddp", Type: &dirOrCreate}}})
+		out, got := r.run(t, ns, job, 0)
+		r.trained(t, ns, job.Name, "env://")
+		if got.Status.Restarts < 1 {
+			t.Errorf("status.restarts %d after the master exited 137, want at least 1", got.Status.Restarts)
+		}
+		matches(t, "devctl run's output", out,
+			`(?m)^pytorchjob +Restarting=True \(RetryableFailure\): pod pytorch-ddp-master-0 exited with code 137 \(Error; retryable: 128-255\); recreating it \(restart \d of backoffLimit 6\)$`,
+			`(?m)^master-0 +\| rank 0: step 5: exiting with code 137 on purpose`,
+			// Its second life: the marker is there, and it trains on.
+			`(?m)^master-0 +\| rank 0: step 5: /once/`+ns+` exists, so no failure this time$`)
+	})
+	t.Run("a worker exiting 1 fails the job", func(t *testing.T) {
+		t.Parallel()
+		ns := "e2e-nodes-ddp-fail"
+		job := sampleJob(t, "job.yaml")
+		setEnv(&job.Spec.ReplicaSpecs[1].Template.Spec, "FAIL_RANK", "2", "FAIL_EXIT_CODE", "1", "FAIL_AT_STEP", "5")
+		out, got := r.run(t, ns, job, 1)
+		const msg = "pod pytorch-ddp-worker-1 exited with code 1 (Error; permanent: 1-127): the job failed"
+		failed := meta.FindStatusCondition(got.Status.Conditions, "Failed")
+		if got.Status.State != v1beta1.JobStateFailed || failed == nil || failed.Status != metav1.ConditionTrue || failed.Reason != "ExitCode" || failed.Message != msg {
+			t.Errorf("job state %s, Failed condition %+v; want Failed=True (ExitCode): %s", got.Status.State, failed, msg)
+		}
+		contains(t, "devctl run's output", out, "rank 2: step 5: exiting with code 1 on purpose", msg)
+	})
+}
+
+// ddpRunner runs PyTorchJobs on the three-node cluster.
+type ddpRunner struct {
+	c      client.Client
+	cs     kubernetes.Interface
+	devctl func(...string) (string, time.Duration, error)
+}
+
+// sampleJob reads one of the sample's jobs, its pods kept once it ends (their logs with them).
+func sampleJob(t *testing.T, file string) *v1beta1.PyTorchJob {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(ddpDir, file))
+	must(t, err)
+	var job v1beta1.PyTorchJob
+	if err := yaml.UnmarshalStrict(data, &job); err != nil {
+		t.Fatalf("%s/%s: %v", ddpDir, file, err)
+	}
+	job.Spec.RunPolicy.CleanPodPolicy = v1beta1.CleanPodPolicyNone
+	return &job
+}
+
+// setEnv adds name, value pairs to the env of the template's first container.
+func setEnv(spec *corev1.PodSpec, pairs ...string) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		spec.Containers[0].Env = append(spec.Containers[0].Env, corev1.EnvVar{Name: pairs[i], Value: pairs[i+1]})
+	}
+}
+
+// run runs job with devctl run in a namespace of its own, checks devctl's exit code, and returns
+// devctl's output and the job as it ended.
+func (r ddpRunner) run(t *testing.T, ns string, job *v1beta1.PyTorchJob, wantCode int) (string, *v1beta1.PyTorchJob) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	job.APIVersion, job.Kind = v1beta1.GroupVersion.String(), "PyTorchJob"
+	data, err := yaml.Marshal(job)
+	must(t, err)
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	must(t, os.WriteFile(path, data, 0o644))
+	out, took, err := r.devctl("run", path, "-n", ns)
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("devctl run: %v", err)
+	}
+	if code != wantCode {
+		t.Fatalf("devctl run of the PyTorchJob exited %d, want %d", code, wantCode)
+	}
+	timing("devctl run of a PyTorch DDP job ("+t.Name()[strings.LastIndex(t.Name(), "/")+1:]+")", took)
+	var got v1beta1.PyTorchJob
+	must(t, r.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: job.Name}, &got))
+	return out, &got
+}
+
+// succeeds runs a sample's job and checks that it succeeded and trained.
+func (r ddpRunner) succeeds(t *testing.T, short string, job *v1beta1.PyTorchJob, launcher string) {
+	ns := "e2e-nodes-" + short
+	_, got := r.run(t, ns, job, 0)
+	if got.Status.State != v1beta1.JobStateSucceeded {
+		t.Errorf("job state %s, want Succeeded", got.Status.State)
+	}
+	r.trained(t, ns, job.Name, launcher)
+}
+
+var (
+	ddpJoined = regexp.MustCompile(`(?m)^rank (\d+): joined (\d+) ranks via (\S+) at `)
+	ddpLoss   = regexp.MustCompile(`(?m)^rank (\d+): step (\d+) loss ([0-9.]+)$`)
+	ddpDone   = regexp.MustCompile(`(?m)^rank (\d+): done: (\d+) steps, parameters ([0-9a-f]+)$`)
+	ddpCkpt   = regexp.MustCompile(`(?m)^rank 0: step (\d+): checkpoint (\S+) \((\d+) bytes\)$`)
+)
+
+// trained checks, from the logs of the job's three pods (the last life of each), that the ranks
+// met as the operator said (the rank its pod's name gives, a world of 3, by launcher), on more
+// than one node and none on the control plane; that the loss fell from its first steps to its
+// last; that every rank ended with the same parameters (DDP kept them in step); and that rank 0
+// wrote its checkpoints.
+func (r ddpRunner) trained(t *testing.T, ns, job, launcher string) {
+	t.Helper()
+	var pods corev1.PodList
+	must(t, r.c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{v1beta1.LabelJobName: job}))
+	nodes := map[string]bool{}
+	digests := map[string]bool{}
+	for _, p := range pods.Items {
+		nodes[p.Spec.NodeName] = true
+		if strings.HasSuffix(p.Spec.NodeName, "control-plane") {
+			t.Errorf("%s ran on the control plane %s", p.Name, p.Spec.NodeName)
+		}
+		want := 0 // the master; worker i is rank i+1
+		if i := strings.LastIndex(p.Name, "-worker-"); i >= 0 {
+			n, _ := strconv.Atoi(p.Name[i+len("-worker-"):])
+			want = n + 1
+		}
+		log := podLog(t, r.cs, p, nil)
+		joined := ddpJoined.FindStringSubmatch(log)
+		if joined == nil || joined[1] != strconv.Itoa(want) || joined[2] != "3" || joined[3] != launcher {
+			t.Errorf("%s: %q, want rank %d joined 3 ranks via %s; its log:\n%s", p.Name, joined, want, launcher, log)
+			continue
+		}
+		var losses []float64
+		for _, m := range ddpLoss.FindAllStringSubmatch(log, -1) {
+			if m[1] != joined[1] || m[2] != strconv.Itoa(len(losses)+1) {
+				t.Fatalf("%s: a loss line out of order: %q", p.Name, m[0])
+			}
+			l, _ := strconv.ParseFloat(m[3], 64)
+			losses = append(losses, l)
+		}
+		if len(losses) < 20 {
+			t.Errorf("%s logged %d steps' loss, want the sample's 60", p.Name, len(losses))
+			continue
+		}
+		first, last := mean(losses[:5]), mean(losses[len(losses)-5:])
+		t.Logf("%s on %s: rank %s, mean loss of the first 5 steps %.4f, of the last 5 %.4f", p.Name, p.Spec.NodeName, joined[1], first, last)
+		if last > first/4 {
+			t.Errorf("%s: the loss did not fall: %.4f over the first 5 steps, %.4f over the last 5", p.Name, first, last)
+		}
+		done := ddpDone.FindStringSubmatch(log)
+		if done == nil || done[2] != strconv.Itoa(len(losses)) {
+			t.Errorf("%s: no line \"done: %d steps, parameters ...\"", p.Name, len(losses))
+			continue
+		}
+		digests[done[3]] = true
+		if want == 0 {
+			var steps []string
+			for _, m := range ddpCkpt.FindAllStringSubmatch(log, -1) {
+				steps = append(steps, m[1])
+				if !strings.HasPrefix(m[2], "/checkpoints/") || m[3] == "0" {
+					t.Errorf("%s: checkpoint %s of %s bytes, want one under /checkpoints (CHECKPOINT_DIR)", p.Name, m[2], m[3])
+				}
+			}
+			if !slices.Equal(steps, []string{"20", "40", "60"}) {
+				t.Errorf("rank 0 wrote checkpoints at steps %v, want 20, 40, 60", steps)
+			}
+		}
+	}
+	if len(pods.Items) != 3 {
+		t.Errorf("%d pods, want a master and two workers", len(pods.Items))
+	}
+	if len(nodes) < 2 {
+		t.Errorf("the ranks ran on %d node(s), want both workers", len(nodes))
+	}
+	if len(digests) != 1 {
+		t.Errorf("the ranks ended with parameters %v, want one and the same on all", digests)
+	}
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
