@@ -38,6 +38,10 @@ func (e *Reconciler) act(ctx context.Context, p *pass) error {
 		}
 		if created != "" {
 			e.record(p.job, event{kind: corev1.EventTypeNormal, reason: "Created", action: "Create", note: created})
+			// A template that sets one of the framework's variables keeps its value (pods.go).
+			if note := e.overriddenEnv(p.cluster); note != "" {
+				e.record(p.job, event{kind: corev1.EventTypeWarning, reason: "EnvOverridden", action: "Create", note: note})
+			}
 		}
 		if r != nil && r.Permanent {
 			p.failNow(r.Reason, r.Error())

@@ -2,6 +2,7 @@ package replicajob
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,7 +89,7 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 		if c.Name != e.Framework.Kind().Container {
 			continue
 		}
-		c.Env = append(c.Env, env...)
+		c.Env = withFrameworkEnv(env, c.Env)
 		if !hasPort(c, r.Port) {
 			// Port names are unique in a pod: a user's own "replica-port" keeps its name.
 			name := replicaPortName
@@ -102,6 +103,48 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 		e.Pods.MutatePod(pod)
 	}
 	return pod
+}
+
+// withFrameworkEnv is the env of a training container whose template has own: the framework's
+// first, so that the template's variables may refer to them ($(MASTER_ADDR) expands, as
+// Kubernetes expands only variables defined earlier in the list), then the template's. A
+// variable the template sets itself is the template's: the framework's is left out, and the job
+// gets a Warning event naming it (overriddenEnv).
+func withFrameworkEnv(framework, own []corev1.EnvVar) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(framework)+len(own))
+	for _, v := range framework {
+		if !slices.ContainsFunc(own, func(o corev1.EnvVar) bool { return o.Name == v.Name }) {
+			out = append(out, v)
+		}
+	}
+	return append(out, own...)
+}
+
+// overriddenEnv says, for the Warning event EnvOverridden, which of the framework's variables
+// the templates of cluster's groups set themselves in the training container: "" when none.
+func (e *Reconciler) overriddenEnv(cluster Cluster) string {
+	var groups []string
+	for _, g := range cluster.Groups {
+		var names []string
+		for _, c := range g.Template.Spec.Containers {
+			if c.Name != e.Framework.Kind().Container {
+				continue
+			}
+			for _, v := range e.Framework.Env(cluster, g.Type, 0) {
+				if slices.ContainsFunc(c.Env, func(o corev1.EnvVar) bool { return o.Name == v.Name }) {
+					names = append(names, v.Name)
+				}
+			}
+		}
+		if len(names) > 0 {
+			groups = append(groups, fmt.Sprintf("%s sets %s", g.Type, strings.Join(names, ", ")))
+		}
+	}
+	if len(groups) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the template's own value replaces the operator's in container %s: %s",
+		e.Framework.Kind().Container, strings.Join(groups, "; "))
 }
 
 // replicaPortName names the replica's port in its pod and its service.
