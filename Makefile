@@ -19,6 +19,8 @@ generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and mark
 	$(GO) tool controller-gen crd:generateEmbeddedObjectMeta=true paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	@# The apiserver ignores `format: int32`: every integer gets the bounds its Go type can hold.
 	$(GO) run ./hack/crdbounds operator/config/crd/bases/*.yaml
+	@# The rules every kind shares, stated once: its name (and generateName), its templates' label values.
+	$(GO) run ./hack/crdrules operator/config/crd/bases/*.yaml
 	@# Replica groups stay as created, but for what Kueue changes while a job is suspended: rules
 	@# comparing every other property of the schema (a field Kubernetes adds is compared too).
 	$(GO) run ./hack/crdimmutable operator/config/crd/bases/*.yaml

@@ -96,11 +96,12 @@ func TestBlockingErrors(t *testing.T) {
 }
 
 // Metadata as the apiserver has it on a create: generateName stands for a name of its length
-// (too long here for the CRD's 48), and a job without a namespace is in the request's.
+// (too long here for the CRD's 48, said of generateName), and a job without a namespace is in
+// the request's.
 func TestNamesAndNamespaces(t *testing.T) {
 	job := tfJob()
 	job.Name, job.Namespace, job.GenerateName = "", "", strings.Repeat("g", 44)
-	if got := lines(Validate(job)); len(got) != 1 || !strings.HasPrefix(got[0], "metadata.name must be at most 48 characters") {
+	if got := lines(Validate(job)); len(got) != 1 || !strings.HasPrefix(got[0], "metadata.generateName must be at most 43 characters: the apiserver appends 5 random characters to it") {
 		t.Errorf("generateName of 44: %q", got)
 	}
 	job.GenerateName = "gen-"

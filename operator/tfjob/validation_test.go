@@ -141,7 +141,9 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 	cases := []struct {
 		name string
 		job  string // metadata.name; the case name when empty
-		edit jobEdit
+		// generateName, when set, is sent instead of metadata.name.
+		generateName string
+		edit         jobEdit
 		// field and msg are where and what the apiserver says; both empty means the job is valid.
 		field, msg string
 		// check looks at a valid job as stored, after the apiserver applied the defaults.
@@ -304,6 +306,33 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 			msg:   "metadata.name must be at most 48 characters",
 		},
 		{
+			// The apiserver appends 5 characters to generateName before the CRD's rules see the
+			// name: the refusal names generateName, its limit and the name it made.
+			name:         "long-generate-name",
+			generateName: "a-job-name-that-is-too-long-for-its-hosts-x-", // 44 characters
+			field:        "<nil>",
+			msg:          "metadata.generateName must be at most 43 characters: the apiserver appends 5 random characters to it to make metadata.name, which must be at most 48",
+		},
+		{
+			name:         "dotted-generate-name",
+			generateName: "mnist.v2-",
+			field:        "<nil>",
+			msg:          "metadata.generateName must start with a letter and hold only lower-case letters, digits and '-': the apiserver appends 5 random letters and digits to it to make metadata.name, which names the job's headless service",
+		},
+		{
+			// No pod could carry it: refused at create, not when the operator makes the pods.
+			name:  "label-value-with-slash",
+			edit:  inGroup(1, setField(map[string]any{"model": "google/gemma-2-9b"}, "template", "metadata", "labels")),
+			field: "spec.replicaSpecs[1].template.metadata.labels.model",
+			msg:   `Invalid value: "google/gemma-2-9b"`,
+		},
+		{
+			name:  "label-value-too-long",
+			edit:  inGroup(1, setField(map[string]any{"run": strings.Repeat("a", 64)}, "template", "metadata", "labels")),
+			field: "spec.replicaSpecs[1].template.metadata.labels.run",
+			msg:   "may not be more than 63 bytes",
+		},
+		{
 			// The apiserver's own check of metadata.name (a DNS-1123 subdomain) refuses upper case
 			// before the CRD's rules get a say.
 			name:  "upper-case-name",
@@ -354,6 +383,10 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 				name = tc.name
 			}
 			job := unstructuredJob(t, ns, name)
+			if tc.generateName != "" {
+				job.SetName("")
+				job.SetGenerateName(tc.generateName)
+			}
 			if tc.edit != nil {
 				tc.edit(t, job.Object)
 			}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxName is the most characters a job's name may have: its longest replica hostname,
+// <name>-evaluator-<index> with an index below 10000, has 48 + 11 + 4 = 63.
+const MaxName = 48
+
+// generatedSuffix is how many random characters the apiserver appends to generateName, and
+// maxGeneratedPrefix how much of generateName it keeps (k8s.io/apiserver's names package).
+const (
+	generatedSuffix    = 5
+	maxGeneratedPrefix = 58
+)
+
+// A Rule is one x-kubernetes-validations entry. Message is also what the apiserver says should
+// the message expression fail, and what the docs quote.
+type Rule struct {
+	Rule, Message, MessageExpression string
+}
+
+// hostnames is why a name is bounded, in every name rule.
+const hostnames = "each replica's hostname is <name>-<type>-<index>, and hostnames stop at 63"
+
+// NameRules are the rules on the root of every kind's CRD. Their messages name metadata.name;
+// their message expressions name generateName instead when the name was generated from it.
+var NameRules = []Rule{
+	{
+		Rule:    fmt.Sprintf("size(self.metadata.name) <= %d", MaxName),
+		Message: fmt.Sprintf("metadata.name must be at most %d characters: %s", MaxName, hostnames),
+		MessageExpression: fromGenerateName(fmt.Sprintf("metadata.generateName must be at most %d characters: the apiserver appends %d random characters to it to make metadata.name, which must be at most %d: %s",
+			MaxName-generatedSuffix, generatedSuffix, MaxName, hostnames)),
+	},
+	{
+		Rule:    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+		Message: "metadata.name must start with a letter and hold only lower-case letters, digits and '-': " + prefixes,
+		MessageExpression: fromGenerateName(fmt.Sprintf("metadata.generateName must start with a letter and hold only lower-case letters, digits and '-': the apiserver appends %d random letters and digits to it to make metadata.name, which %s",
+			generatedSuffix, prefixes[len("it "):])),
+	},
+}
+
+// prefixes is why a name is a DNS-1035 label.
+const prefixes = "it names the job's headless service and prefixes the replica hostnames (DNS-1035 labels)"
+
+// fromGenerateName is a message expression: generated, when the job's name was made from its
+// generateName (of which the apiserver keeps at most maxGeneratedPrefix characters); otherwise
+// "", on which the apiserver says the rule's message. The message names no generated name,
+// which would differ from one try to the next.
+func fromGenerateName(generated string) string {
+	return fmt.Sprintf("has(self.metadata.generateName) && self.metadata.generateName != '' && "+
+		"self.metadata.name.startsWith(size(self.metadata.generateName) > %d ? self.metadata.generateName.substring(0, %d) : self.metadata.generateName)"+
+		" ? %s : ''", maxGeneratedPrefix, maxGeneratedPrefix, strconv.Quote(generated))
+}
+
+// MaxLabelValue and LabelValuePattern are what the apiserver takes as a label value
+// (k8s.io/apimachinery's validation.IsValidLabelValue): a pod's template carrying any other is
+// refused only when the operator creates the pod.
+const (
+	MaxLabelValue     = 63
+	LabelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+)
+
+// rules writes the shared rules into the schema under root.
+func rules(root map[string]any) error {
+	setRules(root, NameRules)
+	labels, err := child(root, "spec", "replicaSpecs", "[]", "template", "metadata", "labels")
+	if err != nil {
+		return err
+	}
+	value, ok := labels["additionalProperties"].(map[string]any)
+	if !ok || value["type"] != "string" {
+		return errors.New("spec.replicaSpecs.items.template.metadata.labels is no map of strings")
+	}
+	value["maxLength"] = MaxLabelValue
+	value["pattern"] = LabelValuePattern
+	return nil
+}
+
+// setRules puts rules after the schema's other rules, replacing any with the same rule, so that
+// a second run writes what the first did.
+func setRules(s map[string]any, rules []Rule) {
+	have, _ := s["x-kubernetes-validations"].([]any)
+	kept := slices.DeleteFunc(slices.Clone(have), func(v any) bool {
+		m, _ := v.(map[string]any)
+		return slices.ContainsFunc(rules, func(r Rule) bool { return m["rule"] == r.Rule })
+	})
+	for _, r := range rules {
+		kept = append(kept, map[string]any{"rule": r.Rule, "message": r.Message, "messageExpression": r.MessageExpression})
+	}
+	s["x-kubernetes-validations"] = kept
+}
+
+// child is the schema at path under s: property names, "[]" for a list's items.
+func child(s map[string]any, path ...string) (map[string]any, error) {
+	for i, name := range path {
+		var next map[string]any
+		if name == "[]" {
+			next, _ = s["items"].(map[string]any)
+		} else {
+			props, _ := s["properties"].(map[string]any)
+			next, _ = props[name].(map[string]any)
+		}
+		if next == nil {
+			return nil, fmt.Errorf("no %s", strings.Join(path[:i+1], "."))
+		}
+		s = next
+	}
+	return s, nil
+}
