@@ -40,9 +40,10 @@ import (
 func TestAcrossNodes(t *testing.T) {
 	// Beside TestKueue, once the other tests are done: a cluster of its own, and mostly waiting
 	// on its creation, which would otherwise add two minutes to the suite.
+	// The PyTorch sample's image builds meanwhile (minutes cold, seconds warm).
+	ddp := startDDPImage(t)
 	t.Parallel()
 	const multi = "mlkube-e2e-multi"
-	ddpImage := startDDPImage(t)
 	// Its own kubeconfig: devctl up makes its cluster the current context, and the other tests
 	// run devctl against the suite's cluster through theirs.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -125,6 +126,8 @@ func TestAcrossNodes(t *testing.T) {
 		}
 	}
 	slices.Sort(workers)
+	// Into the workers while the other samples run: it is 950 MB.
+	ddp.loadInto(t, multi, devctlMulti)
 
 	for _, sample := range []struct{ file, job string }{
 		{"../samples/tfjob-distributed.yaml", "distributed"},
@@ -189,7 +192,7 @@ func TestAcrossNodes(t *testing.T) {
 	}
 	t.Run("a trainer pushed to the local registry, pulled by every worker", func(t *testing.T) { pulledFromRegistry(t, c, workers, devctlMulti) })
 	t.Run("GPU nodes that disagree", func(t *testing.T) { gpuNodesThatDisagree(t, c, cs, workers) })
-	t.Run("PyTorch DDP", func(t *testing.T) { pytorchDDP(t, c, cs, workers, multi, ddpImage(t), devctlMulti) })
+	t.Run("PyTorch DDP", func(t *testing.T) { pytorchDDP(t, c, cs, workers, ddp, devctlMulti) })
 }
 
 // pushNodeImageCopy pushes the offline node image to the local registry and returns the copy's

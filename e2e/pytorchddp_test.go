@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,39 +29,71 @@ import (
 
 const ddpDir = "../samples/pytorch-ddp"
 
-// startDDPImage builds the PyTorch sample's image (samples/pytorch-ddp/build.sh: Debian's
-// python3-torch, cached in Docker by its package versions) in the background, while the cluster
-// is made and the other samples run. The function it returns waits for it and gives its tag.
-func startDDPImage(t *testing.T) func(t *testing.T) string {
-	type built struct {
-		tag, log string
-		took     time.Duration
-		err      error
-	}
-	done := make(chan built, 1)
+// ddpImage is the PyTorch sample's image on its way: built by samples/pytorch-ddp/build.sh
+// (Debian's python3-torch, cached in Docker by its package versions), then loaded into the
+// three-node cluster with devctl load, both in the background while the suite does other work.
+type ddpImage struct {
+	tag           string
+	build, load   ddpStep
+	built, loaded chan struct{} // closed when each step ends
+}
+
+// ddpStep is a command the image took: its output, duration and error.
+type ddpStep struct {
+	out  string
+	took time.Duration
+	err  error
+}
+
+// startDDPImage starts the build. A test that ends early still waits for it: no debootstrap
+// outlives the suite.
+func startDDPImage(t *testing.T) *ddpImage {
+	d := &ddpImage{built: make(chan struct{}), loaded: make(chan struct{})}
 	go func() {
+		defer close(d.built)
 		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(filepath.Join(ddpDir, "build.sh"))
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
 		err := cmd.Run()
-		done <- built{strings.TrimSpace(stdout.String()), stderr.String(), time.Since(start), err}
+		d.tag, d.build = strings.TrimSpace(stdout.String()), ddpStep{stderr.String(), time.Since(start), err}
 	}()
-	var once sync.Once
-	var b built
-	wait := func() { once.Do(func() { b = <-done }) }
-	// A test that ends early still waits for the build: no debootstrap outlives the suite.
-	t.Cleanup(wait)
-	return func(t *testing.T) string {
-		t.Helper()
-		wait()
-		t.Logf("$ samples/pytorch-ddp/build.sh  (%.1fs, err=%v)\n%s", b.took.Seconds(), b.err, b.log)
-		if b.err != nil || b.tag == "" {
-			t.Fatalf("samples/pytorch-ddp/build.sh failed (%v): its output above says why", b.err)
+	t.Cleanup(func() { <-d.built })
+	return d
+}
+
+// loadInto loads the image, once built, into the cluster's pod nodes; the test waits for that
+// before its other clean-ups (the cluster's deletion).
+func (d *ddpImage) loadInto(t *testing.T, cluster string, devctlMulti func(...string) (string, time.Duration, error)) {
+	go func() {
+		defer close(d.loaded)
+		<-d.built
+		if d.build.err != nil {
+			d.load.err = errors.New("the image was not built")
+			return
 		}
-		timing("samples/pytorch-ddp/build.sh: the PyTorch image (beside the cluster's creation)", b.took)
-		return b.tag
+		d.load.out, d.load.took, d.load.err = devctlMulti("load", "--name", cluster, d.tag)
+	}()
+	t.Cleanup(func() { <-d.loaded })
+}
+
+// ready waits for the image in the nodes and gives its tag.
+func (d *ddpImage) ready(t *testing.T) string {
+	t.Helper()
+	<-d.built
+	t.Logf("$ samples/pytorch-ddp/build.sh  (%.1fs, err=%v)\n%s", d.build.took.Seconds(), d.build.err, d.build.out)
+	if d.build.err != nil || d.tag == "" {
+		t.Fatalf("samples/pytorch-ddp/build.sh failed (%v): its output above says why", d.build.err)
 	}
+	timing("samples/pytorch-ddp/build.sh: the PyTorch image (in the background)", d.build.took)
+	<-d.loaded
+	if d.load.err != nil {
+		t.Fatalf("devctl load %s: %v", d.tag, d.load.err)
+	}
+	if strings.Contains(d.load.out, "✓ Loaded ") {
+		timing("devctl load of the PyTorch image into 2 nodes (in the background)", d.load.took)
+	}
+	return d.tag
 }
 
 // pytorchDDP runs the PyTorch sample, Debian's real torch, on the three-node cluster: DDP over
@@ -70,23 +101,17 @@ func startDDPImage(t *testing.T) func(t *testing.T) string {
 // falling and every rank ending with the same parameters; a rank killed once (exit 137) restarted
 // and the job succeeding; a rank exiting 1 failing the job. The four jobs run at once, after
 // devctl load has put the image into the nodes.
-func pytorchDDP(t *testing.T, c client.Client, cs kubernetes.Interface, workers []string, cluster, image string,
+func pytorchDDP(t *testing.T, c client.Client, cs kubernetes.Interface, workers []string, image *ddpImage,
 	devctlMulti func(...string) (string, time.Duration, error)) {
-	out, took, err := devctlMulti("load", "--name", cluster, image)
-	if err != nil {
-		t.Fatalf("devctl load %s: %v", image, err)
-	}
-	if strings.Contains(out, "✓ Loaded ") {
-		timing("devctl load of the PyTorch image into 2 nodes", took)
-	}
+	image.ready(t)
 	r := ddpRunner{c: c, cs: cs, devctl: devctlMulti}
-	t.Run("env://", func(t *testing.T) {
+	t.Run("started with init_method env", func(t *testing.T) {
 		t.Parallel()
-		r.succeeds(t, "ddp-env", sampleJob(t, "job.yaml"), "env://")
+		r.succeeds(t, "ddp-env", "job.yaml", "env://")
 	})
-	t.Run("torchrun", func(t *testing.T) {
+	t.Run("started by torchrun", func(t *testing.T) {
 		t.Parallel()
-		r.succeeds(t, "ddp-torchrun", sampleJob(t, "job-torchrun.yaml"), "torchrun")
+		r.succeeds(t, "ddp-torchrun", "job-torchrun.yaml", "torchrun")
 	})
 	t.Run("the master killed once (exit 137) is restarted", func(t *testing.T) {
 		t.Parallel()
@@ -104,7 +129,7 @@ func pytorchDDP(t *testing.T, c client.Client, cs kubernetes.Interface, workers 
 		dirOrCreate := corev1.HostPathDirectoryOrCreate
 		master.Volumes = append(master.Volumes, corev1.Volume{Name: "once", VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/mlkube-e2e-ddp", Type: &dirOrCreate}}})
-		out, got := r.run(t, ns, job, 0)
+		out, got := r.run(t, ns, "the master killed once, restarted", job, 0)
 		r.trained(t, ns, job.Name, "env://")
 		if got.Status.Restarts < 1 {
 			t.Errorf("status.restarts %d after the master exited 137, want at least 1", got.Status.Restarts)
@@ -120,7 +145,7 @@ func pytorchDDP(t *testing.T, c client.Client, cs kubernetes.Interface, workers 
 		ns := "e2e-nodes-ddp-fail"
 		job := sampleJob(t, "job.yaml")
 		setEnv(&job.Spec.ReplicaSpecs[1].Template.Spec, "FAIL_RANK", "2", "FAIL_EXIT_CODE", "1", "FAIL_AT_STEP", "5")
-		out, got := r.run(t, ns, job, 1)
+		out, got := r.run(t, ns, "a worker exiting 1, the job failed", job, 1)
 		const msg = "pod pytorch-ddp-worker-1 exited with code 1 (Error; permanent: 1-127): the job failed"
 		failed := meta.FindStatusCondition(got.Status.Conditions, "Failed")
 		if got.Status.State != v1beta1.JobStateFailed || failed == nil || failed.Status != metav1.ConditionTrue || failed.Reason != "ExitCode" || failed.Message != msg {
@@ -159,7 +184,7 @@ func setEnv(spec *corev1.PodSpec, pairs ...string) {
 
 // run runs job with devctl run in a namespace of its own, checks devctl's exit code, and returns
 // devctl's output and the job as it ended.
-func (r ddpRunner) run(t *testing.T, ns string, job *v1beta1.PyTorchJob, wantCode int) (string, *v1beta1.PyTorchJob) {
+func (r ddpRunner) run(t *testing.T, ns, what string, job *v1beta1.PyTorchJob, wantCode int) (string, *v1beta1.PyTorchJob) {
 	t.Helper()
 	ctx := context.Background()
 	must(t, r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -179,16 +204,17 @@ func (r ddpRunner) run(t *testing.T, ns string, job *v1beta1.PyTorchJob, wantCod
 	if code != wantCode {
 		t.Fatalf("devctl run of the PyTorchJob exited %d, want %d", code, wantCode)
 	}
-	timing("devctl run of a PyTorch DDP job ("+t.Name()[strings.LastIndex(t.Name(), "/")+1:]+")", took)
+	timing("devctl run of a PyTorch DDP job: "+what, took)
 	var got v1beta1.PyTorchJob
 	must(t, r.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: job.Name}, &got))
 	return out, &got
 }
 
-// succeeds runs a sample's job and checks that it succeeded and trained.
-func (r ddpRunner) succeeds(t *testing.T, short string, job *v1beta1.PyTorchJob, launcher string) {
+// succeeds runs one of the sample's jobs and checks that it succeeded and trained.
+func (r ddpRunner) succeeds(t *testing.T, short, file, launcher string) {
 	ns := "e2e-nodes-" + short
-	_, got := r.run(t, ns, job, 0)
+	job := sampleJob(t, file)
+	_, got := r.run(t, ns, file+" ("+launcher+")", job, 0)
 	if got.Status.State != v1beta1.JobStateSucceeded {
 		t.Errorf("job state %s, want Succeeded", got.Status.State)
 	}
