@@ -822,3 +822,30 @@ func TestTheCRDSaysWhatIsOutOfRange(t *testing.T) {
 		})
 	}
 }
+
+// A quantity written as an unquoted number, `cpu: 0.5`, is what a Pod takes, and the CRD's
+// schema refuses (must be of type integer,string: "number"). devctl reads it as the Go type
+// does and sends it as that type writes it, "500m": the job runs as a Pod would, and no
+// refusal is warned of.
+func TestUnquotedFractionRunsAsInAPod(t *testing.T) {
+	res := mustConvert(t, `
+apiVersion: mlkube.io/v1beta1
+kind: TfJob
+metadata: {name: half}
+spec:
+  replicaSpecs:
+  - tfReplicaType: WORKER
+    template:
+      spec:
+        containers:
+        - name: tensorflow
+          image: x
+          resources: {requests: {cpu: 0.5, memory: 1.5e9}}`)
+	if len(res.Invalid) != 0 || len(res.Warnings) != 0 {
+		t.Errorf("refusals %v, warnings %q; want none", res.Invalid, res.Warnings)
+	}
+	requests := tf(res).Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Resources.Requests
+	if cpu, mem := requests[corev1.ResourceCPU], requests[corev1.ResourceMemory]; cpu.String() != "500m" || mem.String() != "1500M" {
+		t.Errorf("requests = %v, want cpu 500m and memory 1500M", requests)
+	}
+}
