@@ -144,6 +144,16 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// HostPaths is how many host paths a resource's volumes mount, each counted once however many
+// places it is mounted at.
+func HostPaths(a Accelerator) int {
+	seen := map[string]bool{}
+	for _, v := range a.Volumes {
+		seen[v.HostPath] = true
+	}
+	return len(seen)
+}
+
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -41,8 +41,8 @@ func TestPublishUntilSIGTERM(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if n := len(cfg.Accelerators["nvidia.com/gpu"].Volumes); n != 3 {
-			return fmt.Errorf("%d volumes", n)
+		if n := accelerator.HostPaths(cfg.Accelerators["nvidia.com/gpu"]); n != 3 {
+			return fmt.Errorf("%d driver files mounted, want 3", n)
 		}
 		var n corev1.Node
 		if err := k8s.Get(context.Background(), types.NamespacedName{Name: "gpu-node"}, &n); err != nil {

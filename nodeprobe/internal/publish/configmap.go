@@ -103,10 +103,10 @@ func (p *Publisher) apply(cm *corev1.ConfigMap, node string, cfg *accelerator.Co
 	}
 	ch.before = copyState(state)
 	if degraded && cfg != nil {
-		if has, gets := driverVolumes(cm.Data[KeyConfig]), len(cfg.Accelerators[driver.Resource].Volumes); gets < has {
+		if has, gets := driverFiles(cm.Data[KeyConfig]), accelerator.HostPaths(cfg.Accelerators[driver.Resource]); gets < has {
 			// The node's earlier record, if any, stays: it still counts for the layout it
 			// reported while its driver was intact.
-			ch.held = fmt.Sprintf("this probe met problems and its config mounts %d driver volumes, fewer than the %d of the published %s, which is kept", gets, has, KeyConfig)
+			ch.held = fmt.Sprintf("this probe met problems and its config mounts %d driver files, fewer than the %d of the published %s, which is kept", gets, has, KeyConfig)
 		}
 	}
 	if ch.held == "" {
@@ -173,14 +173,14 @@ func withLayout(current string, layout accelerator.Config, id string) (string, e
 	return string(out), err
 }
 
-// driverVolumes counts the volumes a published config mounts for nvidia.com/gpu: a config
+// driverFiles counts the host paths a published config mounts for nvidia.com/gpu: a config
 // the operator would refuse mounts none.
-func driverVolumes(published string) int {
+func driverFiles(published string) int {
 	cfg, err := accelerator.Parse([]byte(published))
 	if published == "" || err != nil {
 		return 0
 	}
-	return len(cfg.Accelerators[driver.Resource].Volumes)
+	return accelerator.HostPaths(cfg.Accelerators[driver.Resource])
 }
 
 func copyState(s State) State {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mlkube/mlkube/nodeprobe/internal/driver"
+	"github.com/mlkube/mlkube/operator/accelerator"
 )
 
 const libDir = "/usr/lib/x86_64-linux-gnu"
@@ -71,7 +72,7 @@ func TestDegradedProbeNeverReplacesABetterConfig(t *testing.T) {
 	a, b := node(t, p, "gpu-a"), node(t, p, "gpu-b")
 	root := driverRoot(t)
 	good := probe(t, root)
-	if good.Degraded() || len(good.Config.Accelerators[driver.Resource].Volumes) != 4 {
+	if good.Degraded() || accelerator.HostPaths(good.Config.Accelerators[driver.Resource]) != 4 {
 		t.Fatalf("the intact root: warnings %q, config %+v", good.Warnings, good.Config)
 	}
 	publish(t, p, gpu(a, good))
@@ -93,7 +94,7 @@ func TestDegradedProbeNeverReplacesABetterConfig(t *testing.T) {
 	}
 	for _, n := range []string{a, b} {
 		s, _ := summary(t, n)
-		if !slices.Contains(s.Warnings, danglingLibcuda) || !strings.Contains(s.NotPublished, "mounts 3 driver volumes, fewer than the 4 of the published accelerators.yaml") {
+		if !slices.Contains(s.Warnings, danglingLibcuda) || !strings.Contains(s.NotPublished, "mounts 3 driver files, fewer than the 4 of the published accelerators.yaml") {
 			t.Errorf("%s's annotation: warnings %q, notPublished %q", n, s.Warnings, s.NotPublished)
 		}
 	}

@@ -40,7 +40,7 @@ func (p *Publisher) event(ctx context.Context, node string, ch change) {
 }
 
 func (p *Publisher) degradedEvent(ctx context.Context, r Report, ch change) {
-	outcome := "its layout " + LayoutID(r.Finding.Config) + " is recorded: it mounts no fewer driver volumes than " + KeyConfig
+	outcome := "its layout " + LayoutID(r.Finding.Config) + " is recorded: it mounts no fewer driver files than " + KeyConfig
 	if ch.held != "" {
 		outcome = "not published: " + ch.held
 	}

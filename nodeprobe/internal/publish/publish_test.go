@@ -36,7 +36,7 @@ func TestPublishWritesConfigAndAnnotatesNode(t *testing.T) {
 
 	s, n := summary(t, a)
 	if !s.GPU || s.Layout != id || s.DriverVersion != "550.54.15" || s.GPUs != 2 ||
-		!slices.Equal(s.Models, []string{"NVIDIA A100-SXM4-40GB"}) || !slices.Contains(s.Libraries, "/home/kubernetes/bin/nvidia/lib64") {
+		!slices.Equal(s.Models, []string{"NVIDIA A100-SXM4-40GB"}) || !slices.Contains(s.Libraries, "/home/kubernetes/bin/nvidia/lib64/libcuda.so.1") {
 		t.Errorf("node summary: %+v", s)
 	}
 	// Only our annotation was written.

@@ -35,7 +35,7 @@ type Report struct {
 //
 // A degraded finding (the probe skipped broken driver files or could not read the ld.so.cache)
 // may lack files the driver has. It is worse than the config already published when it mounts
-// fewer driver volumes than accelerators.yaml has for nvidia.com/gpu; then it is not recorded,
+// fewer driver files than accelerators.yaml mounts for nvidia.com/gpu; then it is not recorded,
 // the ConfigMap stays as it is, and the annotation and a warning event say why. A degraded
 // finding that is no worse (nothing published yet, or as many volumes) is recorded as usual,
 // with the same warning event.
