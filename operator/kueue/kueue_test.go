@@ -237,3 +237,23 @@ func replicaNames(job v1beta1.Job) []string {
 	}
 	return names
 }
+
+// A queue-name label no LocalQueue can have (upper case: a LocalQueue's name is a DNS-1123
+// subdomain) is said so in the job's Suspended condition, in Kueue's words, instead of asking
+// for a queue that cannot be created.
+func TestAQueueNameNoLocalQueueCanHaveIsSaid(t *testing.T) {
+	k := jobtest.KindOf(operator.Frameworks[0])
+	ns := jobtest.Namespace(t)
+	jobtest.StartOperator(t, ns, func(o *operator.Options) { o.Kueue = true })
+	job := k.NewJob(ns, "team", v1beta1.RunPolicy{})
+	job.SetLabels(map[string]string{replicajob.QueueLabel: "Team-A"})
+	jobtest.Must(t, jobtest.Client.Create(context.Background(), job))
+	jobtest.Eventually(t, "the job saying its queue name can name no LocalQueue", func() error {
+		_, c := suspended(t, k, ns, "team")
+		if c == nil || !strings.Contains(c.Message, `label kueue.x-k8s.io/queue-name is "Team-A", which no LocalQueue can be named`) ||
+			!strings.Contains(c.Message, "RFC 1123") || strings.Contains(c.Message, "create it,") {
+			return fmt.Errorf("Suspended condition %+v", c)
+		}
+		return nil
+	})
+}

@@ -32,6 +32,13 @@ func (Waits) Object() client.Object { return &kueue.Workload{} }
 // the LocalQueue and ClusterQueue and Kueue's own words.
 func (w Waits) Wait(ctx context.Context, k *v1beta1.Kind, job v1beta1.Job) (string, string, error) {
 	lq := job.GetLabels()[replicajob.QueueLabel]
+	if errs := jobframework.ValidateQueueName(job); len(errs) > 0 {
+		// Kueue's own webhooks refuse such a label on the kinds they serve; no LocalQueue can
+		// have the name, so the job would wait for one that cannot be created.
+		return replicajob.ReasonQueued, fmt.Sprintf("the job's label %s is %q, which no LocalQueue can be named (%s): it waits for ever; "+
+			"delete the job and create it again naming an existing queue (kubectl get localqueues -n %s)",
+			replicajob.QueueLabel, lq, errs.ToAggregate().Error(), job.GetNamespace()), nil
+	}
 	where := fmt.Sprintf("LocalQueue %q", lq)
 	var q kueue.LocalQueue
 	switch err := w.Reader.Get(ctx, client.ObjectKey{Namespace: job.GetNamespace(), Name: lq}, &q); {
