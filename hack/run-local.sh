@@ -31,7 +31,7 @@ cat <<MSG
 The operator is starting. In another terminal:
   export KUBECONFIG=$KUBECONFIG
   $kubectl apply -f samples/tfjob-distributed.yaml
-  $kubectl get tfjobs,pods,services
+  $kubectl get mlkube,pods,services
 Ctrl-C stops it.
 
 MSG

@@ -36,7 +36,7 @@ type Options struct {
 	Config *rest.Config
 	// Scheme knows the job kinds and the core types.
 	Scheme *runtime.Scheme
-	// Job is the job to follow, a *v1beta1.TfJob or *v1beta1.MXJob, as created or read: its
+	// Job is the job to follow, of any kind of the kinds table, as created or read: its
 	// namespace, name, UID and spec.
 	Job client.Object
 	// MatchUID follows this instance of the job only (Job.UID): its pods, and its end. Without

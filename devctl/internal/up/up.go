@@ -276,5 +276,5 @@ func (u *up) summary(out io.Writer) {
 	if u.registry != nil {
 		fmt.Fprintf(out, "  local registry %s: docker push %[1]s/NAME:TAG, and name that image in a job\n", registry.Host)
 	}
-	fmt.Fprintf(out, "\nNext:\n  kubectl get tfjobs\n  devctl status%s\n  devctl down%s\n", flag, flag)
+	fmt.Fprintf(out, "\nNext:\n  kubectl get mlkube\n  devctl status%s\n  devctl down%s\n", flag, flag)
 }
