@@ -1,10 +1,10 @@
 package driver
 
 import (
-	"maps"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
