@@ -20,10 +20,10 @@ func ReplicaName(job, typ string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", job, strings.ToLower(typ), index)
 }
 
-func replicaLabels(kind string, job client.Object, typ string, index int) map[string]string {
+func replicaLabels(kind *v1beta1.Kind, job client.Object, typ string, index int) map[string]string {
 	return map[string]string{
 		v1beta1.LabelJobName:      job.GetName(),
-		v1beta1.LabelJobKind:      strings.ToLower(kind),
+		v1beta1.LabelJobKind:      kind.Label(),
 		v1beta1.LabelReplicaType:  strings.ToLower(typ),
 		v1beta1.LabelReplicaIndex: strconv.Itoa(index),
 	}
@@ -73,7 +73,7 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 			pod.Labels[k] = v
 		}
 	}
-	for k, v := range replicaLabels(kind, job, r.Type, index) {
+	for k, v := range replicaLabels(e.Framework.Kind(), job, r.Type, index) {
 		pod.Labels[k] = v
 	}
 	pod.Spec.RestartPolicy = podRestartPolicy(r.RestartPolicy)
