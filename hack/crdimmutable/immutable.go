@@ -61,7 +61,7 @@ func immutableCRD(data []byte) ([]byte, *result, error) {
 // the same group before the update (the list is a map keyed by the group's type, so the
 // apiserver pairs them by it).
 func immutable(root map[string]any) (*result, error) {
-	list, err := child(root, "spec", "replicaSpecs")
+	list, err := crdfile.Child(root, "spec", "replicaSpecs")
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func immutable(root map[string]any) (*result, error) {
 	})
 
 	r := &result{}
-	template, err := child(item, "template")
+	template, err := crdfile.Child(item, "template")
 	if err != nil {
 		return nil, err
 	}
@@ -220,31 +220,13 @@ func escape(name string) (string, error) {
 	return e, nil
 }
 
-// setRules replaces the rules of schema s that carry message by rules, after its other rules,
-// so that a second run writes what the first did.
+// setRules replaces the rules of schema s that carry message by rules.
 func setRules(s map[string]any, message string, rules []string) {
-	have, _ := s["x-kubernetes-validations"].([]any)
-	kept := slices.DeleteFunc(slices.Clone(have), func(v any) bool {
-		m, _ := v.(map[string]any)
-		return m["message"] == message
-	})
+	var entries []map[string]any
 	for _, rule := range rules {
-		kept = append(kept, map[string]any{"message": message, "rule": rule})
+		entries = append(entries, map[string]any{"message": message, "rule": rule})
 	}
-	s["x-kubernetes-validations"] = kept
-}
-
-// child is the schema of a property path under s.
-func child(s map[string]any, path ...string) (map[string]any, error) {
-	for i, name := range path {
-		props, _ := s["properties"].(map[string]any)
-		next, ok := props[name].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("no property %s", strings.Join(path[:i+1], "."))
-		}
-		s = next
-	}
-	return s, nil
+	crdfile.SetRules(s, func(m map[string]any) bool { return m["message"] == message }, entries)
 }
 
 func pathOf(path []string) string {

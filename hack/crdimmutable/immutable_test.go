@@ -97,7 +97,7 @@ func listOf(t *testing.T, manifest []byte) map[string]any {
 		t.Fatal(err)
 	}
 	root := m["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
-	s, err := child(root, "spec", "replicaSpecs")
+	s, err := crdfile.Child(root, "spec", "replicaSpecs")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/mlkube/mlkube/hack/internal/crdfile"
 )
 
 // MaxName is the most characters a job's name may have: its longest replica hostname,
@@ -69,7 +70,7 @@ const (
 // rules writes the shared rules into the schema under root.
 func rules(root map[string]any) error {
 	setRules(root, NameRules)
-	labels, err := child(root, "spec", "replicaSpecs", "[]", "template", "metadata", "labels")
+	labels, err := crdfile.Child(root, "spec", "replicaSpecs", "[]", "template", "metadata", "labels")
 	if err != nil {
 		return err
 	}
@@ -82,34 +83,13 @@ func rules(root map[string]any) error {
 	return nil
 }
 
-// setRules puts rules after the schema's other rules, replacing any with the same rule, so that
-// a second run writes what the first did.
+// setRules puts rules after the schema's other rules, replacing any with the same rule.
 func setRules(s map[string]any, rules []Rule) {
-	have, _ := s["x-kubernetes-validations"].([]any)
-	kept := slices.DeleteFunc(slices.Clone(have), func(v any) bool {
-		m, _ := v.(map[string]any)
-		return slices.ContainsFunc(rules, func(r Rule) bool { return m["rule"] == r.Rule })
-	})
+	var entries []map[string]any
 	for _, r := range rules {
-		kept = append(kept, map[string]any{"rule": r.Rule, "message": r.Message, "messageExpression": r.MessageExpression})
+		entries = append(entries, map[string]any{"rule": r.Rule, "message": r.Message, "messageExpression": r.MessageExpression})
 	}
-	s["x-kubernetes-validations"] = kept
-}
-
-// child is the schema at path under s: property names, "[]" for a list's items.
-func child(s map[string]any, path ...string) (map[string]any, error) {
-	for i, name := range path {
-		var next map[string]any
-		if name == "[]" {
-			next, _ = s["items"].(map[string]any)
-		} else {
-			props, _ := s["properties"].(map[string]any)
-			next, _ = props[name].(map[string]any)
-		}
-		if next == nil {
-			return nil, fmt.Errorf("no %s", strings.Join(path[:i+1], "."))
-		}
-		s = next
-	}
-	return s, nil
+	crdfile.SetRules(s, func(m map[string]any) bool {
+		return slices.ContainsFunc(rules, func(r Rule) bool { return m["rule"] == r.Rule })
+	}, entries)
 }

@@ -1,5 +1,5 @@
 // Package crdfile reads and rewrites the CRDs controller-gen writes, for the programs that
-// `make generate` runs on them after controller-gen (hack/crdbounds, hack/crdimmutable): each
+// `make generate` runs on them after controller-gen (hack/crdbounds, crdrules, crdimmutable): each
 // edits every version's schema and writes the manifest back as controller-gen does, so that
 // only its edit differs.
 package crdfile
