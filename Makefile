@@ -21,9 +21,11 @@ generate: ## Regenerate CRDs, RBAC and deepcopy code from the API types and mark
 	$(GO) run ./hack/crdbounds operator/config/crd/bases/*.yaml
 	@# The rules every kind shares, stated once: its name (and generateName), its templates' label values.
 	$(GO) run ./hack/crdrules operator/config/crd/bases/*.yaml
-	@# Replica groups stay as created, but for what Kueue changes while a job is suspended: rules
-	@# comparing every other property of the schema (a field Kubernetes adds is compared too).
-	$(GO) run ./hack/crdimmutable operator/config/crd/bases/*.yaml
+	@# What Go always writes in a pod template defaults to {}, so that a Go client's update is no change.
+	$(GO) run ./hack/crddefaults operator/config/crd/bases/*.yaml
+	@# How a job may change, and what no pod could carry: an admission policy, not CRD rules, so
+	@# that status writes never pay for it (operator/admission).
+	$(GO) run ./hack/admissionpolicy operator/config/admission/policy.yaml
 	$(GO) tool controller-gen rbac:roleName=mlkube-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
 	@# The Helm chart's CRDs and the operator's RBAC rules are copies of the above, never edited.
 	hack/chart-files.sh

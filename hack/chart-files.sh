@@ -26,3 +26,5 @@ for f in operator/config/crd/bases/*.yaml; do
   { header "$f"; cat "$f"; } >"$chart/crds/$(basename "$f")"
 done
 { header operator/config/rbac/role.yaml; cat operator/config/rbac/role.yaml; } >"$chart/files/role.yaml"
+# The admission policy (operator/admission), which templates/admission-policy.yaml renders.
+{ header operator/config/admission/policy.yaml; cat operator/config/admission/policy.yaml; } >"$chart/files/admission-policy.yaml"

@@ -3,6 +3,7 @@
 package controlplane
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,12 +11,20 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mlkube/mlkube/operator/admission"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// Start starts etcd and kube-apiserver with the CRDs of operator/config/crd installed.
+// Start starts etcd and kube-apiserver with the CRDs of operator/config/crd and the admission
+// policy of operator/admission installed.
 //
 // It finds the binaries in $KUBEBUILDER_ASSETS, else in the repository's bin/k8s. When there
 // are none it returns ErrNoAssets, which tests turn into a skip that says how to get them, except
@@ -54,7 +63,78 @@ func Start(options ...func(*envtest.Environment)) (*envtest.Environment, *rest.C
 		_ = env.Stop()
 		return nil, nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
+	if err := installPolicy(cfg); err != nil {
+		_ = env.Stop()
+		return nil, nil, err
+	}
 	return env, cfg, nil
+}
+
+// installPolicy installs the admission policy the operator's manifests install
+// (operator/admission) and waits until the apiserver enforces it.
+func installPolicy(cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	if err := c.Create(context.Background(), admission.Policy()); err != nil {
+		return fmt.Errorf("installing the admission policy: %w", err)
+	}
+	return Enforce(cfg, true)
+}
+
+// Enforce binds the admission policy (on) or removes its binding, as an administrator who leaves
+// it out would, and waits until the apiserver does as told: it loads bindings from a watch, a
+// moment after their change, and a test that changes a job before then would be misled.
+func Enforce(cfg *rest.Config, on bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	if on {
+		err = c.Create(ctx, admission.Binding())
+	} else {
+		err = client.IgnoreNotFound(c.Delete(ctx, admission.Binding()))
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding the admission policy: %w", err)
+	}
+	// A job no pod could carry, created in a dry run: refused while the policy holds.
+	probe := probeJob(v1beta1.Kinds[0])
+	for {
+		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		refused := err != nil && strings.Contains(err.Error(), admission.LabelKeyMessage)
+		if err != nil && !refused && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("probing the admission policy: %w", err)
+		}
+		if refused == on && (on || err == nil) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the admission policy %s: not as asked (enforced: %v) a minute later", admission.Name, on)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// probeJob is a job of kind k whose pod template has a label key no pod can carry.
+func probeJob(k *v1beta1.Kind) *unstructured.Unstructured {
+	group := map[string]any{
+		k.TypeField: k.Deciders[0],
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"not a key": "x"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": k.Container, "image": "probe"}}},
+		},
+	}
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"namespace": "default", "name": "admission-policy-probe"},
+		"spec":     map[string]any{"replicaSpecs": []any{group}},
+	}}
+	job.SetGroupVersionKind(v1beta1.GroupVersion.WithKind(k.Name))
+	return job
 }
 
 // ErrNoAssets says the control-plane binaries are not built.

@@ -86,6 +86,15 @@ func exit(code int) {
 	os.Exit(code)
 }
 
+// WithoutAdmissionPolicy removes the admission policy's binding until the test ends, as an
+// administrator who leaves the policy out would: for what the operator does with a job that
+// only the policy refuses. No other test may run meanwhile (no t.Parallel beside it).
+func WithoutAdmissionPolicy(t *testing.T) {
+	t.Helper()
+	Must(t, controlplane.Enforce(Config, false))
+	t.Cleanup(func() { Must(t, controlplane.Enforce(Config, true)) })
+}
+
 var nsCounter atomic.Int32
 
 // NeedControlPlane skips the test, saying how to build one, when there is no control plane.

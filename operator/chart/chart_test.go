@@ -85,12 +85,17 @@ func TestChartCopiesAreFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	want["files/role.yaml"] = header("operator/config/rbac/role.yaml") + string(role)
+	policy, err := fs.ReadFile(operatorconfig.FS, "admission/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["files/admission-policy.yaml"] = header("operator/config/admission/policy.yaml") + string(policy)
 
 	have, err := filepath.Glob("crds/*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range append(have, "files/role.yaml") {
+	for _, f := range append(have, "files/role.yaml", "files/admission-policy.yaml") {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Errorf("%v: run `make generate`", err)

@@ -6,7 +6,7 @@ import "embed"
 
 // FS holds every file of the kustomize directories; a new directory must be added here too.
 //
-//go:embed crd default manager rbac
+//go:embed admission crd default manager rbac
 var FS embed.FS
 
 // Default is the directory of FS whose kustomization lists everything the operator needs.

@@ -2,49 +2,27 @@ package config_test
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/internal/jobtest"
+	"github.com/mlkube/mlkube/operator/admission"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
-	"github.com/mlkube/mlkube/operator/config"
 )
 
-// transitionMessages are the messages of a kind's rules on updates to replicaSpecs, as
-// generated: the kind's own, on its spec, for a job not suspended; the one for the set of
-// groups; and the one for what a group's rules compare (hack/crdimmutable).
+// transitionMessages are the messages of the admission policy's refusals of updates to
+// replicaSpecs (operator/admission): the kind's own, for a job not suspended; the one for the
+// set of groups; and the one for a change to a group beyond what Kueue may change.
 type transitionMessages struct{ running, groups, group string }
 
 func transitionMessagesOf(t *testing.T, k *v1beta1.Kind) transitionMessages {
 	t.Helper()
-	crd, err := config.CRD(k)
-	jobtest.Must(t, err)
-	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-	list := spec.Properties["replicaSpecs"]
-	only := func(rules apiextensionsv1.ValidationRules, what string) string {
-		var messages []string
-		for _, r := range rules {
-			if strings.Contains(r.Rule, "oldSelf") && !slices.Contains(messages, r.Message) {
-				messages = append(messages, r.Message)
-			}
-		}
-		if len(messages) != 1 {
-			t.Fatalf("%s: %d messages of rules on updates to %s, want one: %q", k.Name, len(messages), what, messages)
-		}
-		return messages[0]
-	}
-	return transitionMessages{
-		running: only(spec.XValidations, "spec"),
-		groups:  only(list.XValidations, "replicaSpecs"),
-		group:   only(list.Items.Schema.XValidations, "a replica group"),
-	}
+	return transitionMessages{running: admission.RunningMessage(k), groups: admission.GroupsMessage, group: admission.GroupMessage}
 }
 
 // immutableJob is a job of kind k as a manifest spells it, with runPolicy.suspend as given (nil

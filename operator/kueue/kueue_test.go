@@ -239,14 +239,16 @@ func replicaNames(job v1beta1.Job) []string {
 }
 
 // A queue-name label no LocalQueue can have (upper case: a LocalQueue's name is a DNS-1123
-// subdomain) is said so in the job's Suspended condition, in Kueue's words, instead of asking
-// for a queue that cannot be created.
+// subdomain) is refused by the admission policy (operator/config's policy tests). In a cluster
+// without it, it is said so in the job's Suspended condition, in Kueue's words, instead of
+// asking for a queue that cannot be created.
 func TestAQueueNameNoLocalQueueCanHaveIsSaid(t *testing.T) {
 	k := jobtest.KindOf(operator.Frameworks[0])
 	ns := jobtest.Namespace(t)
 	jobtest.StartOperator(t, ns, func(o *operator.Options) { o.Kueue = true })
 	job := k.NewJob(ns, "team", v1beta1.RunPolicy{})
 	job.SetLabels(map[string]string{replicajob.QueueLabel: "Team-A"})
+	jobtest.WithoutAdmissionPolicy(t)
 	jobtest.Must(t, jobtest.Client.Create(context.Background(), job))
 	jobtest.Eventually(t, "the job saying its queue name can name no LocalQueue", func() error {
 		_, c := suspended(t, k, ns, "team")

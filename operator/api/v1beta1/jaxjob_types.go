@@ -59,7 +59,6 @@ type JAXReplicaSpec struct {
 
 // JAXJobSpec is a multi-process JAX job: its replica group and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.jaxReplicaType == 'WORKER')",message="replicaSpecs needs a WORKER group: its processes are the job's, worker 0 the coordinator every process connects to, whose exit decides the job"
-// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running processes were told NUM_PROCESSES): delete the job and create it again"
 type JAXJobSpec struct {
 	// replicaSpecs is the replica group, a WORKER one. It cannot change once the job exists:
 	// running processes were told NUM_PROCESSES. While the job is suspended, its template's
@@ -124,6 +123,7 @@ var jaxJobKind = &Kind{
 	// Worker 0's coordination service listens on it when port is unset (Kubeflow's JAXJobDefaultPort).
 	DefaultPort: 6666,
 	Order:       4,
+	Told:        "running processes were told NUM_PROCESSES",
 	New:         func() Job { return &JAXJob{} }, NewList: func() List { return &JAXJobList{} },
 }
 

@@ -67,6 +67,9 @@ type Kind struct {
 	// Deciders are the types whose replica 0 decides that a job succeeded: the first of them
 	// that the job has (Decider). The CRD requires a job to have one.
 	Deciders []string
+	// Told is what a running replica was told of the job's shape: why its groups cannot change
+	// unless it is suspended, in the admission policy's refusal (operator/admission).
+	Told string
 	// Order is where the kind is listed: in the order kinds were added to mlkube.
 	Order int
 	// New and NewList make empty objects of the kind.

@@ -60,7 +60,6 @@ type MXReplicaSpec struct {
 
 // MXJobSpec is a distributed MXNet job: its replica groups and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.mxReplicaType == 'SCHEDULER')",message="replicaSpecs needs a SCHEDULER group: every replica finds the cluster through it, and its exit decides the job"
-// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running replicas were told how many servers and workers there are): delete the job and create it again"
 type MXJobSpec struct {
 	// replicaSpecs are the replica groups, one per mxReplicaType. They cannot change once the
 	// job exists: running replicas were told how many servers and workers there are. While the
@@ -122,6 +121,7 @@ var mxJobKind = &Kind{
 	// Each replica listens on it when port is unset; the scheduler's is DMLC_PS_ROOT_PORT.
 	DefaultPort: 9091,
 	Order:       2,
+	Told:        "running replicas were told how many servers and workers there are",
 	New:         func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} },
 }
 

@@ -58,7 +58,6 @@ type PyTorchReplicaSpec struct {
 
 // PyTorchJobSpec is a distributed PyTorch job: its replica groups and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.pytorchReplicaType == 'MASTER')",message="replicaSpecs needs a MASTER group: it is rank 0, where every rank meets, and its exit decides the job"
-// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running replicas were told WORLD_SIZE): delete the job and create it again"
 type PyTorchJobSpec struct {
 	// replicaSpecs are the replica groups, one per pytorchReplicaType. They cannot change once
 	// the job exists: running replicas were told WORLD_SIZE. While the job is suspended, their
@@ -121,6 +120,7 @@ var pyTorchJobKind = &Kind{
 	// The master's rendezvous listens on it when port is unset.
 	DefaultPort: 23456,
 	Order:       3,
+	Told:        "running replicas were told WORLD_SIZE",
 	New:         func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} },
 }
 

@@ -102,7 +102,6 @@ type TensorboardSpec struct {
 // TfJobSpec is a distributed TensorFlow job: its replica groups and how it runs.
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.filter(r, r.tfReplicaType in ['MASTER', 'CHIEF']).size() <= 1",message="at most one of MASTER and CHIEF: both name the replica that decides when the job is done"
 // +kubebuilder:validation:XValidation:rule="self.replicaSpecs.exists(r, r.tfReplicaType in ['MASTER', 'CHIEF', 'WORKER'])",message="replicaSpecs needs a MASTER, CHIEF or WORKER group: one of them decides when the job is done"
-// +kubebuilder:validation:XValidation:rule="self.?runPolicy.?suspend.orValue(false) || oldSelf.?runPolicy.?suspend.orValue(false) || self.replicaSpecs == oldSelf.replicaSpecs",fieldPath=".replicaSpecs",message="replicaSpecs cannot change unless the job is suspended (running replicas already hold a TF_CONFIG naming every replica): delete the job and create it again"
 type TfJobSpec struct {
 	// replicaSpecs are the replica groups, one per tfReplicaType. They cannot change once the
 	// job exists: running replicas already hold a TF_CONFIG that names every other replica.
@@ -118,7 +117,6 @@ type TfJobSpec struct {
 	// tensorboard, when set, runs a TensorBoard Deployment and a <job>-tensorboard Service for
 	// the job; status.tensorboard carries the link. It cannot be changed once set; removing it
 	// removes TensorBoard.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="tensorboard cannot be changed once set: remove it (which deletes TensorBoard) and add it again"
 	// +optional
 	Tensorboard *TensorboardSpec `json:"tensorboard,omitempty"`
 
@@ -173,6 +171,7 @@ var tfJobKind = &Kind{
 	// TensorFlow's gRPC server listens on it in each pod when tfPort is unset.
 	DefaultPort: 2222,
 	Order:       1,
+	Told:        "running replicas already hold a TF_CONFIG naming every replica",
 	New:         func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} },
 }
 
