@@ -5,14 +5,17 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/internal/controlplane"
 	"github.com/mlkube/mlkube/internal/jobtest"
 	"github.com/mlkube/mlkube/operator/admission"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/config"
 )
 
 // podJob is a job of kind k of one group, the kind's deciding type, whose template edit changes.
@@ -151,5 +154,80 @@ func TestPolicyNamesWhatChanged(t *testing.T) {
 				t.Fatalf("got %v\nwant %q", err, want)
 			}
 		})
+	}
+}
+
+// What the policy refuses, a job stored before it (an older mlkube, a cluster that ran without
+// it) may still hold: such a job can still be suspended, resumed, written status to and deleted,
+// and only an update that changes its groups is checked again.
+func TestAJobStoredBeforeThePolicyStaysManageable(t *testing.T) {
+	ctx := context.Background()
+	ns := jobtest.Namespace(t)
+	k := v1beta1.Kinds[0]
+	jobtest.Must(t, controlplane.Enforce(jobtest.Config, false))
+	job := podJob(k, ns, "older", labels("model name", "gemma"))
+	err := jobtest.Client.Create(ctx, job)
+	jobtest.Must(t, controlplane.Enforce(jobtest.Config, true))
+	jobtest.Must(t, err)
+
+	if err := update(t, job, suspend(true)); err != nil {
+		t.Errorf("suspending it: %v", err)
+	}
+	if err := update(t, job, suspend(false)); err != nil {
+		t.Errorf("resuming it: %v", err)
+	}
+	status := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"startTime": "2026-11-27T10:00:00Z"}}}
+	status.SetGroupVersionKind(job.GroupVersionKind())
+	status.SetNamespace(ns)
+	status.SetName(job.GetName())
+	if err := jobtest.Client.Status().Patch(ctx, status, client.Merge); err != nil {
+		t.Errorf("a status write: %v", err)
+	}
+	jobtest.Must(t, update(t, job, suspend(true)))
+	err = update(t, job, func(s map[string]any) {
+		lastGroup(s)["template"].(map[string]any)["metadata"].(map[string]any)["labels"] = map[string]any{"model name": "llama"}
+	})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), admission.LabelKeyMessage) {
+		t.Errorf("a change of its groups: %v, want the label key refused", err)
+	}
+	if err := jobtest.Client.Delete(ctx, job); err != nil {
+		t.Errorf("deleting it: %v", err)
+	}
+}
+
+// No CRD rule reads oldSelf, and the policy matches no subresource: the apiserver runs every CRD
+// rule on every write, status writes too, and a status write must pay for none of the checks of
+// how a job changes (docs/performance.md, -costs).
+func TestStatusWritesRunNoRuleOnChanges(t *testing.T) {
+	for _, k := range v1beta1.Kinds {
+		crd, err := config.CRD(k)
+		jobtest.Must(t, err)
+		var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
+		walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
+			for _, r := range s.XValidations {
+				if strings.Contains(r.Rule, "oldSelf") {
+					t.Errorf("%s: %s has a rule on changes, which status writes would run: %s", k.Name, path, r.Rule)
+				}
+			}
+			for name, p := range s.Properties {
+				walk(path+"."+name, &p)
+			}
+			if s.Items != nil && s.Items.Schema != nil {
+				walk(path+"[]", s.Items.Schema)
+			}
+			if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+				walk(path+"{}", s.AdditionalProperties.Schema)
+			}
+		}
+		for _, v := range crd.Spec.Versions {
+			walk(v.Name, v.Schema.OpenAPIV3Schema)
+		}
+	}
+	for _, r := range admission.Policy().Spec.MatchConstraints.ResourceRules {
+		for _, res := range r.Resources {
+			if strings.Contains(res, "/") || res == "*" {
+				t.Errorf("the policy matches %q, a subresource", res)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"maps"
 	"slices"
 	"sort"
@@ -24,6 +25,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
+	"github.com/mlkube/mlkube/operator/admission"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -75,6 +77,7 @@ func Status(ctx context.Context, name string, out io.Writer) error {
 	fmt.Fprintf(w, "Registry\t%s\n", registryLine(ctx))
 	crdLine, served := crdHealth(ctx, kube)
 	fmt.Fprintf(w, "CRDs\t%s\n", crdLine)
+	fmt.Fprintf(w, "Admission\t%s\n", admissionLine(ctx, kube))
 	writeJobs(ctx, w, kube, served)
 	return w.Flush()
 }
@@ -286,4 +289,32 @@ func registryLine(ctx context.Context) string {
 		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(r.Repositories)-5)
 	}
 	return fmt.Sprintf("%s: running (%s), %s: %s%s", registry.Host, r.Image, registry.CountRepositories(len(r.Repositories)), strings.Join(shown, ", "), more)
+}
+
+// admissionLine says whether the admission policy (operator/admission) is installed and bound:
+// without it nothing stops a change to a running job's replica groups, and a template no pod
+// could carry is refused only when the operator creates its pods.
+func admissionLine(ctx context.Context, kube *cluster.Clients) string {
+	without := "nothing stops a change to a running job's groups, and templates no pod could carry fail only at pod creation (run `devctl up`)"
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	switch err := kube.Get(ctx, client.ObjectKey{Name: admission.Name}, &policy); {
+	case apierrors.IsNotFound(err):
+		return "policy " + admission.Name + " not installed: " + without
+	case err != nil:
+		return "cannot tell: " + err.Error()
+	}
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	switch err := kube.Get(ctx, client.ObjectKey{Name: admission.Name}, &binding); {
+	case apierrors.IsNotFound(err):
+		return "policy " + admission.Name + " installed but not bound: " + without
+	case err != nil:
+		return "cannot tell: " + err.Error()
+	case !slices.Contains(binding.Spec.ValidationActions, admissionregistrationv1.Deny):
+		return fmt.Sprintf("policy %s bound with %v, which refuses nothing: %s", admission.Name, binding.Spec.ValidationActions, without)
+	}
+	line := fmt.Sprintf("policy %s enforced: running jobs keep their groups; template keys, annotations, extended resources and queue names checked", admission.Name)
+	if tc := policy.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+		line += fmt.Sprintf("; %d type-check warnings (kubectl get validatingadmissionpolicy %s -o yaml)", len(tc.ExpressionWarnings), admission.Name)
+	}
+	return line
 }
