@@ -15,31 +15,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mlkube/mlkube/internal/controlplane"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // runCosts measures what a job's own requests cost the apiserver (`-costs`): n TfJob creates and
 // n status writes, 16 at a time, next to the 16n pods and services they stand for. No operator
 // can avoid these (the creates are the user's), so they bound how close any TfJob operator gets
-// to the floor. To show where the cost comes from it repeats them with two cheaper CRDs that
-// mlkube does not ship: one without the immutability rules (self == oldSelf), and one whose pod
-// templates are not checked against the pod schema (only the container names its rules read).
+// to the floor. To show where the cost comes from it repeats them without the admission policy
+// (operator/admission), and with a cheaper CRD that mlkube does not ship, whose pod templates
+// are not checked against the pod schema (only the container names its rules read).
 func runCosts(n int) {
 	fmt.Printf("| CRD | %d TfJob creates (s) | their apiserver CPU (s) | %d status writes (s) | their apiserver CPU (s) | %d pods and services (s) | their apiserver CPU (s) |\n", n, n, n*16)
 	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for i, v := range []struct {
-		name string
-		edit func(any)
+		name   string
+		edit   func(any)
+		policy bool
 	}{
-		{"as shipped", nil},
-		{"without immutability rules", dropTransitionRules},
-		{"pod templates unchecked", cutTemplateSchema},
+		{"as shipped (CRD and admission policy)", nil, true},
+		{"without the admission policy", nil, false},
+		{"pod templates unchecked, no policy", cutTemplateSchema, false},
 	} {
 		var dir string
-		env, _, c := start(func(e *envtest.Environment) {
+		env, cfg, c := start(func(e *envtest.Environment) {
 			dir = editedCRDs(e.CRDDirectoryPaths[0], v.edit)
 			e.CRDDirectoryPaths = []string{dir}
 		})
+		if !v.policy {
+			check(controlplane.Enforce(cfg, false))
+		}
 		ctx := context.Background()
 		check(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "costs"}}))
 		jobs := make([]*v1beta1.TfJob, n)
@@ -107,11 +112,6 @@ func walk(v any, f func(map[string]any)) {
 	}
 }
 
-// dropTransitionRules removes every CEL rule that reads oldSelf.
-func dropTransitionRules(crd any) {
-	dropRules(crd, func(rule string) bool { return strings.Contains(rule, "oldSelf") })
-}
-
 // dropRules removes every CEL rule for which drop is true.
 func dropRules(crd any, drop func(rule string) bool) {
 	walk(crd, func(m map[string]any) {
@@ -135,9 +135,8 @@ func dropRules(crd any, drop func(rule string) bool) {
 
 // cutTemplateSchema replaces each replica group's pod template schema by one that keeps
 // unknown fields unchecked and declares only its containers' names. Every rule that reads the
-// template goes with it (the containers' images, the hostname, what hack/crdimmutable generates
-// to compare a group field by field): they name fields the cut schema no longer declares, so
-// they would not compile. The spec's own rule still compares the groups whole.
+// template goes with it (the containers' images, the hostname): they name fields the cut schema
+// no longer declares, so they would not compile.
 func cutTemplateSchema(crd any) {
 	dropRules(crd, func(rule string) bool { return strings.Contains(rule, "template") })
 	open := func(props map[string]any) map[string]any {
