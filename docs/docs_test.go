@@ -844,7 +844,7 @@ func celMessages(t *testing.T) map[string]bool {
 	// The admission policy's refusals (operator/admission), which the CRDs no longer hold.
 	for _, m := range []string{admission.GroupsMessage, admission.GroupMessage, admission.TensorboardMessage,
 		admission.LabelKeyMessage, admission.AnnotationKeyMessage, admission.AnnotationsMessage,
-		admission.WholeMessage, admission.EqualMessage, admission.QueueMessage} {
+		admission.QuantityMessage, admission.WholeMessage, admission.EqualMessage, admission.QueueMessage} {
 		out[m] = true
 	}
 	for _, k := range v1beta1.Kinds {

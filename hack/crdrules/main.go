@@ -12,7 +12,9 @@
 //
 // What the pods' own validation checks beyond that (label and annotation keys, quantities,
 // extended resources) is no CRD rule: see docs/architecture.md#validation for why (the
-// apiserver's cost estimate of such rules is far beyond its limit).
+// apiserver's cost estimate of such rules is far beyond its limit). The admission policy checks
+// them (operator/admission); the containers' quantities lose their pattern here, so that the
+// policy's words ("not a quantity") are what the user reads.
 //
 //	go run ./hack/crdrules FILE...
 package main

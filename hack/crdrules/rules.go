@@ -80,6 +80,33 @@ func rules(root map[string]any) error {
 	}
 	value["maxLength"] = MaxLabelValue
 	value["pattern"] = LabelValuePattern
+	return quantitiesToThePolicy(root)
+}
+
+// QuantityLists are the resource lists of a template's containers whose quantities the admission
+// policy checks (operator/admission), where users write them.
+var QuantityLists = [][]string{
+	{"containers", "resources", "limits"}, {"containers", "resources", "requests"},
+	{"initContainers", "resources", "limits"}, {"initContainers", "resources", "requests"},
+}
+
+// quantitiesToThePolicy takes the quantity pattern off the containers' requests and limits.
+// Its refusal quotes a regular expression at the user ("4x4" should match '^(\+|-)?...'); the
+// admission policy says "not a quantity" instead, naming the container and the resource. A
+// cluster without the policy stores such a job, and the operator, which cannot decode it, says
+// so in its status (Unreadable) and runs every other job: no job's pods are made from it.
+func quantitiesToThePolicy(root map[string]any) error {
+	for _, path := range QuantityLists {
+		list, err := crdfile.Child(root, slices.Concat([]string{"spec", "replicaSpecs", "[]", "template", "spec"}, path[:1], []string{"[]"}, path[1:])...)
+		if err != nil {
+			return err
+		}
+		value, ok := list["additionalProperties"].(map[string]any)
+		if !ok || value["x-kubernetes-int-or-string"] != true {
+			return fmt.Errorf("%v holds no quantities", path)
+		}
+		delete(value, "pattern")
+	}
 	return nil
 }
 

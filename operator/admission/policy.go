@@ -60,6 +60,7 @@ const (
 	LabelKeyMessage      = "is not a label key a pod can carry"
 	AnnotationKeyMessage = "is not an annotation key a pod can carry"
 	AnnotationsMessage   = "annotations of more than 256 KiB in all, which a pod cannot carry"
+	QuantityMessage      = "is not a quantity: write a number with an optional suffix, e.g. 2, 500m, 1.5Gi (a TPU topology such as 4x4 belongs in a node selector)"
 	WholeMessage         = "is not a whole number: a pod asks for whole units of an extended resource (a GPU, a TPU slice); write 1, 2, ..."
 	EqualMessage         = "differs from its limit: a pod's request of an extended resource must equal its limit; leave the request out, or make them equal"
 	QueueMessage         = "can name no LocalQueue (a queue's name is a DNS-1123 subdomain: lower case letters, digits, \"-\" and \".\"); name an existing queue (kubectl get localqueues)"
@@ -176,6 +177,7 @@ func validations() []admissionregistrationv1.Validation {
 		listed("badLabels"),
 		listed("badAnnotations"),
 		listed("bigAnnotations"),
+		listed("notQuantity"),
 		listed("notWhole"),
 		listed("unequal"),
 	}
@@ -208,8 +210,12 @@ func podVariables() []admissionregistrationv1.Variable {
 		// bad is CEL giving, for container x, a list of strings.
 		return "variables.containers.map(cs, cs.map(x, " + bad + ".join('; ')).filter(s, s != '').join('; ')).filter(s, s != '')"
 	}
-	var notWhole []string
+	var notQuantity, notWhole []string
 	for _, list := range []string{"limits", "requests"} {
+		notQuantity = append(notQuantity, perContainer("x.c.?resources[?'"+list+"'].orValue({})"+
+			// k != '' tells the type checker that k is a string, as the other lists' filters do.
+			".filter(k, k != '' && !isQuantity("+value(list)+"))"+
+			".map(k, "+field(list)+" + '\"' + "+value(list)+" + '\" ' + "+quote(QuantityMessage)+")"))
 		notWhole = append(notWhole, perContainer("x.c.?resources[?'"+list+"'].orValue({})"+
 			".filter(k, "+extended+" && isQuantity("+value(list)+") && !quantity("+value(list)+").isInteger())"+
 			".map(k, "+field(list)+" + "+value(list)+" + "+quote(" "+WholeMessage)+")"))
@@ -220,6 +226,7 @@ func podVariables() []admissionregistrationv1.Variable {
 		{Name: "badAnnotations", Expression: keys("annotations", AnnotationKeyMessage, "k.lowerAscii()")},
 		{Name: "bigAnnotations", Expression: "variables.groups.filter(g, " + annotations + ".map(k, size(k) + size(" + annotations + "[k])).sum() > 262144)" +
 			".map(g, 'spec.replicaSpecs[' + string(g[variables.key]) + '].template.metadata.annotations: ' + " + quote(AnnotationsMessage) + ")"},
+		{Name: "notQuantity", Expression: strings.Join(notQuantity, " + ")},
 		{Name: "notWhole", Expression: strings.Join(notWhole, " + ")},
 		{Name: "unequal", Expression: perContainer("x.c.?resources[?'requests'].orValue({})" +
 			".filter(k, " + extended + " && isQuantity(" + value("requests") + ") && x.c.?resources[?'limits'][?k].hasValue()" +

@@ -149,3 +149,38 @@ func podsIn(pods map[string]corev1.Pod, job string) []string {
 	}
 	return out
 }
+
+// A cluster without the admission policy stores a job whose container asks for a quantity that
+// is none ("4x4": its CRD leaves quantities to the policy, hack/crdrules). The operator cannot
+// decode it: the job is Unreadable, saying why, gets no pods, and stops no other job.
+func TestAJobWithNoQuantityIsUnreadableWithoutThePolicy(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	k := v1beta1.Kinds[0]
+	kit := jobtest.KindOf(frameworkOf(t, k))
+	bad := &unstructured.Unstructured{Object: jobtest.ManifestOf(k, ns, "topology", map[string]any{}, jobtest.Group{
+		Type: k.Deciders[0], Replicas: 1,
+		Template: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+			"name": k.Container, "image": "mlkube/trainer:test", "resources": map[string]any{"limits": map[string]any{"google.com/tpu": "4x4"}},
+		}}}},
+	})}
+	jobtest.WithoutAdmissionPolicy(t)
+	must(t, k8s.Create(ctx, bad))
+	startOperator(t, ns)
+	must(t, k8s.Create(ctx, kit.NewJob(ns, "good", v1beta1.RunPolicy{})))
+	waitPods(t, ns, podsOf(kit, "good")...)
+	eventually(t, "topology Unreadable", func() error {
+		job := k.New()
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "topology"}, job); err != nil {
+			return err
+		}
+		c := apimeta.FindStatusCondition(job.JobStatus().Conditions, v1beta1.JobUnreadable)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "quantities") {
+			return errorf("condition %+v, want Unreadable True saying the quantity is none", c)
+		}
+		return nil
+	})
+	if pods := listPods(t, ns); len(podsIn(pods, "topology")) > 0 {
+		t.Errorf("the operator acted on an unreadable job: pods %v", podsIn(pods, "topology"))
+	}
+}
