@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,10 @@ func invalidCauses(err error) []string {
 		if field == "<nil>" {
 			field = "" // a rule on the whole object; its message names the field itself
 		}
+		if refusals, ok := policyRefusals(c.Message); ok && field == "" {
+			lines = append(lines, refusals...)
+			continue
+		}
 		msg := causeMessage(field, c.Message)
 		if field != "" {
 			msg = field + ": " + msg
@@ -34,6 +39,32 @@ func invalidCauses(err error) []string {
 	}
 	return lines
 }
+
+// policyPrefix starts an admission policy's refusal: "ValidatingAdmissionPolicy 'mlkube.io-jobs'
+// with binding 'mlkube.io-jobs' denied request: ".
+var policyPrefix = regexp.MustCompile(`^ValidatingAdmissionPolicy '[^']*'( with binding '[^']*')? denied request: `)
+
+// policyRefusals reads an admission policy's refusal as the lines it lists: mlkube's policy
+// (operator/admission) starts each with its field and joins them with "; " before the next
+// field, "spec." or "metadata.".
+func policyRefusals(msg string) ([]string, bool) {
+	loc := policyPrefix.FindStringIndex(msg)
+	if loc == nil {
+		return nil, false
+	}
+	rest := msg[loc[1]:]
+	var lines []string
+	for {
+		i := nextField.FindStringIndex(rest)
+		if i == nil {
+			return append(lines, rest), true
+		}
+		lines, rest = append(lines, rest[:i[0]]), rest[i[0]+len("; "):]
+	}
+}
+
+// nextField is where one refusal of a policy's list ends and the next, naming its field, begins.
+var nextField = regexp.MustCompile(`; (spec|metadata)\.`)
 
 // causeMessage reads a cause's message without what the line already says: the field (the
 // schema's messages repeat it as "<field> in body") and the bare placeholder values CEL rules

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -90,6 +91,20 @@ func TestInvalidCausesFromTheAPIServer(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%s: causes\n%s\nwant\n%s\n(error: %v)", tc.job.Name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"), err)
 		}
+	}
+	// The admission policy's refusals, one line each, without the policy's preamble.
+	gpu := group(v1beta1.TfReplicaWorker, 1, "tensorflow")
+	gpu.Template.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("500m")}
+	gpu.Template.Labels = map[string]string{"model name": "gemma"}
+	err := k8s.Create(context.Background(), &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "policy"},
+		Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{gpu}}}, client.DryRunAll)
+	got := invalidCauses(err)
+	if len(got) != 1 || !strings.HasPrefix(got[0], `spec.replicaSpecs[WORKER].template.metadata.labels: "model name" is not a label key`) {
+		t.Errorf("the policy's refusal: %q (error: %v)", got, err)
+	}
+	if lines, ok := policyRefusals("ValidatingAdmissionPolicy 'p' with binding 'b' denied request: spec.a: x; y; spec.b: z; metadata.labels[q]: w"); !ok ||
+		strings.Join(lines, "\n") != "spec.a: x; y\nspec.b: z\nmetadata.labels[q]: w" {
+		t.Errorf("policyRefusals: %q", lines)
 	}
 	if invalidCauses(fmt.Errorf("connection refused")) != nil {
 		t.Error("an error that is no refusal has causes")
