@@ -6,6 +6,8 @@
 //     (<name>-<type>-<index>, at most 63), so it has at most 48 characters and is a DNS-1035
 //     label. A job created with generateName is refused in words about generateName and the
 //     five characters the apiserver appends to it, not about a name the user never wrote.
+//   - On each replica group, what the operator needs of any pod template: an image in every
+//     container and init container, and no hostname or subdomain (the operator sets them).
 //   - On each replica group's pod template, the label values no pod could carry: at most 63
 //     characters, the apiserver's label value syntax. These are schema (maxLength, pattern),
 //     which costs the apiserver no CEL budget: the refusal names the label and shows the value.
@@ -38,5 +40,5 @@ func transform(data []byte) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return out, fmt.Sprintf("%d name rules on the root; template label values at most %d characters of the label syntax", len(NameRules), MaxLabelValue), nil
+	return out, fmt.Sprintf("%d name rules on the root, %d on each replica group; template label values at most %d characters of the label syntax", len(NameRules), len(GroupRules), MaxLabelValue), nil
 }

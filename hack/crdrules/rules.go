@@ -46,6 +46,14 @@ var NameRules = []Rule{
 	},
 }
 
+// GroupRules are the rules on each replica group of every kind's CRD: what the operator needs of
+// any group's pod template, whatever the framework.
+var GroupRules = []Rule{
+	{Rule: "self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)", Message: "template.spec.containers: every container needs an image"},
+	{Rule: "!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)", Message: "template.spec.initContainers: every init container needs an image"},
+	{Rule: "!has(self.template.spec.hostname) && !has(self.template.spec.subdomain)", Message: "template.spec.hostname and subdomain are set by the operator: each replica is <job>-<type>-<index> in the job's headless service, which is how the others find it; remove them"},
+}
+
 // prefixes is why a name is a DNS-1035 label.
 const prefixes = "it names the job's headless service and prefixes the replica hostnames (DNS-1035 labels)"
 
@@ -70,6 +78,11 @@ const (
 // rules writes the shared rules into the schema under root.
 func rules(root map[string]any) error {
 	setRules(root, NameRules)
+	group, err := crdfile.Child(root, "spec", "replicaSpecs", "[]")
+	if err != nil {
+		return err
+	}
+	setRules(group, GroupRules)
 	labels, err := crdfile.Child(root, "spec", "replicaSpecs", "[]", "template", "metadata", "labels")
 	if err != nil {
 		return err
@@ -114,7 +127,11 @@ func quantitiesToThePolicy(root map[string]any) error {
 func setRules(s map[string]any, rules []Rule) {
 	var entries []map[string]any
 	for _, r := range rules {
-		entries = append(entries, map[string]any{"rule": r.Rule, "message": r.Message, "messageExpression": r.MessageExpression})
+		entry := map[string]any{"rule": r.Rule, "message": r.Message}
+		if r.MessageExpression != "" {
+			entry["messageExpression"] = r.MessageExpression
+		}
+		entries = append(entries, entry)
 	}
 	crdfile.SetRules(s, func(m map[string]any) bool {
 		return slices.ContainsFunc(rules, func(r Rule) bool { return m["rule"] == r.Rule })

@@ -21,9 +21,6 @@ const JAXContainerName = "jax"
 
 // JAXReplicaSpec is the replica group of a JAXJob.
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'jax')",message="template.spec.containers needs a container named 'jax': it gets COORDINATOR_ADDRESS, PROCESS_ID and the rest, and its exit code decides the replica's outcome"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.initContainers: every init container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.hostname) && !has(self.template.spec.subdomain)",message="template.spec.hostname and subdomain are set by the operator: each replica is <job>-<type>-<index> in the job's headless service, which is how the others find it; remove them"
 type JAXReplicaSpec struct {
 	// jaxReplicaType is the role: WORKER, the only one. Worker i is JAX process i; worker 0
 	// also serves the coordination service every process connects to, and its exit decides

@@ -22,9 +22,6 @@ const MXContainerName = "mxnet"
 // MXReplicaSpec is one replica group of an MXJob.
 // +kubebuilder:validation:XValidation:rule="self.mxReplicaType != 'SCHEDULER' || self.replicas == 1",message="the SCHEDULER group has exactly one replica: set replicas: 1"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'mxnet')",message="template.spec.containers needs a container named 'mxnet': it gets the DMLC_* env and its exit code decides the replica's outcome"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.initContainers: every init container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.hostname) && !has(self.template.spec.subdomain)",message="template.spec.hostname and subdomain are set by the operator: each replica is <job>-<type>-<index> in the job's headless service, which is how the others find it; remove them"
 type MXReplicaSpec struct {
 	// mxReplicaType is the role: SCHEDULER (exactly one; it coordinates and its exit decides the
 	// job), SERVER (holds the parameters) or WORKER (computes).

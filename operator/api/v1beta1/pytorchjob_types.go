@@ -21,9 +21,6 @@ const PyTorchContainerName = "pytorch"
 // PyTorchReplicaSpec is one replica group of a PyTorchJob.
 // +kubebuilder:validation:XValidation:rule="self.pytorchReplicaType != 'MASTER' || self.replicas == 1",message="the MASTER group has exactly one replica (rank 0): set replicas: 1 (use WORKER for more)"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'pytorch')",message="template.spec.containers needs a container named 'pytorch': it gets MASTER_ADDR, RANK and the rest, and its exit code decides the replica's outcome"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.initContainers: every init container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.hostname) && !has(self.template.spec.subdomain)",message="template.spec.hostname and subdomain are set by the operator: each replica is <job>-<type>-<index> in the job's headless service, which is how the others find it; remove them"
 type PyTorchReplicaSpec struct {
 	// pytorchReplicaType is the role: MASTER (exactly one; rank 0, where every rank meets, and
 	// its exit decides the job) or WORKER (ranks 1 and up).

@@ -24,9 +24,6 @@ const TfContainerName = "tensorflow"
 // TfReplicaSpec is one replica group: a role, how many pods play it, and the pod to run.
 // +kubebuilder:validation:XValidation:rule="!(self.tfReplicaType in ['MASTER', 'CHIEF']) || self.replicas == 1",message="a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)"
 // +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'tensorflow')",message="template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.containers: every container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.initContainers) || self.template.spec.initContainers.all(c, has(c.image) && size(c.image) > 0)",message="template.spec.initContainers: every init container needs an image"
-// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.hostname) && !has(self.template.spec.subdomain)",message="template.spec.hostname and subdomain are set by the operator: each replica is <job>-<type>-<index> in the job's headless service, which is how the others find it; remove them"
 type TfReplicaSpec struct {
 	// tfReplicaType is the role: MASTER or CHIEF (at most one of them, one replica, decides when
 	// the job is done), WORKER, PS (parameter servers; they never keep a job alive) or EVALUATOR.
