@@ -116,7 +116,7 @@ func load(k *v1beta1.Kind) (*crd, error) {
 		apiVersion: v1beta1.GroupVersion.String(),
 		structural: s,
 		schema:     validator,
-		cel:        cel.NewValidator(s, true, celconfig.PerCallLimit),
+		cel:        cel.NewValidator(celSchema(s, version.Schema.OpenAPIV3Schema), true, celconfig.PerCallLimit),
 	}, nil
 }
 
