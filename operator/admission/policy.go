@@ -112,7 +112,9 @@ func Binding() *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	}
 }
 
-// variables are named once and evaluated only when an expression reads them.
+// variables are named once and evaluated only when an expression reads them, at most once a
+// request. The apiserver's work per expression evaluated outweighs what most of these do, so a
+// create evaluates few: two validations, and the variables the second reads.
 func variables() []admissionregistrationv1.Variable {
 	typeFields := map[string]string{}
 	kinds := map[string]string{}
@@ -120,72 +122,53 @@ func variables() []admissionregistrationv1.Variable {
 		typeFields[k.Name] = k.TypeField
 		kinds[k.Name] = RunningMessage(k)
 	}
-	return append([]admissionregistrationv1.Variable{
+	suspended := "object.spec.?runPolicy.?suspend.orValue(false) || oldObject.spec.?runPolicy.?suspend.orValue(false)"
+	tensorboard := "(has(object.spec.tensorboard) && has(oldObject.spec.tensorboard) && object.spec.tensorboard != oldObject.spec.tensorboard ? " +
+		quote("spec.tensorboard: "+TensorboardMessage) + " : '')"
+	sameTypes := "variables.groups.size() == variables.oldGroups.size() && variables.groups.all(g, variables.oldGroups.exists(o, o[variables.key] == g[variables.key]))"
+	queue := "object.metadata.?labels[?" + quote(QueueLabel) + "]"
+	queueProblems := "(!" + queue + ".hasValue() || (request.operation == 'UPDATE' && oldObject.metadata.?labels[?" + quote(QueueLabel) + "] == " + queue + ") || " +
+		"!format.dns1123Subdomain().validate(" + queue + ".value()).hasValue() ? [] : [" +
+		quote("metadata.labels["+QueueLabel+"]: \"") + " + " + queue + ".value() + " + quote("\" "+QueueMessage) + "])"
+	return []admissionregistrationv1.Variable{
 		// The field of a group that holds its type, by which old and new groups pair up.
 		{Name: "key", Expression: celMap(typeFields) + "[request.kind.kind]"},
 		{Name: "running", Expression: celMap(kinds) + "[request.kind.kind]"},
 		{Name: "groups", Expression: "object.spec.replicaSpecs"},
 		{Name: "oldGroups", Expression: "oldObject.spec.replicaSpecs"},
-		// An update that leaves the groups as they were, which most are (metadata, suspend).
-		{Name: "sameGroups", Expression: "request.operation == 'UPDATE' && variables.groups == variables.oldGroups"},
 		// The groups changed beyond Mutable, one "replicaSpecs[TYPE]: a, b" each.
 		{Name: "changed", Expression: "variables.groups.map(g, variables.oldGroups.filter(o, o[variables.key] == g[variables.key])" +
 			".map(o, " + changes("g", "o") + ")" +
 			".filter(c, c.size() > 0).map(c, 'replicaSpecs[' + string(g[variables.key]) + ']: ' + c.join(', ')).join('; ')).filter(s, s != '')"},
-		// Each group's containers, init containers included, with its type: [type, container].
+		// What an update changes that it may not, as the refusal says it, or '': one refusal,
+		// the first that applies, so that a running job's gives its kind's reason. Most updates
+		// leave the groups as they were (metadata, suspend), and only the tensorboard is left.
+		{Name: "change", Expression: "!(" + suspended + ") && variables.groups != variables.oldGroups ? 'spec.replicaSpecs: ' + variables.running" +
+			" : variables.groups == variables.oldGroups ? " + tensorboard +
+			" : !(" + sameTypes + ") ? " + quote("spec.replicaSpecs: "+GroupsMessage) +
+			" : variables.changed.size() > 0 ? 'spec.' + variables.changed.join('; spec.') + " + quote(": "+GroupMessage) +
+			" : " + tensorboard},
+		// Each group's containers, init containers included, with its type.
 		{Name: "containers", Expression: "variables.groups.map(g, (g.?template.?spec.?containers.orValue([]) + g.?template.?spec.?initContainers.orValue([]))" +
 			".map(c, {'group': g[variables.key], 'c': c}))"},
-	}, podVariables()...)
+		// What the job holds that no pod could carry, one "FIELD: VALUE MESSAGE" each. An update
+		// checks again only what it changes: a job stored before a rule existed (or while the
+		// policy was left out) can still be suspended, resumed, finalized and deleted.
+		{Name: "problems", Expression: queueProblems + " + (request.operation == 'UPDATE' && variables.groups == variables.oldGroups ? [] : " +
+			strings.Join(podProblems(), " + ") + ")"},
+	}
 }
 
 func validations() []admissionregistrationv1.Validation {
-	update := "request.operation != 'UPDATE' || "
-	// An update checks the pod fields again only when it changes the groups: a job stored
-	// before a rule existed can still be suspended, resumed, finalized and deleted.
-	listed := func(bad string) admissionregistrationv1.Validation {
-		return admissionregistrationv1.Validation{
-			Expression:        "variables.sameGroups || variables." + bad + ".size() == 0",
-			MessageExpression: "variables." + bad + ".join('; ')",
-		}
-	}
-	queue := "object.metadata.?labels[?" + quote(QueueLabel) + "]"
 	return []admissionregistrationv1.Validation{
-		// First, so that a running job's refusal gives its kind's reason: the first refusal is
-		// the one the user reads.
-		{
-			Expression:        update + "object.spec.?runPolicy.?suspend.orValue(false) || oldObject.spec.?runPolicy.?suspend.orValue(false) || variables.groups == variables.oldGroups",
-			MessageExpression: "'spec.replicaSpecs: ' + variables.running",
-		},
-		{
-			Expression: update + "variables.sameGroups || (variables.groups.size() == variables.oldGroups.size() && " +
-				"variables.groups.all(g, variables.oldGroups.exists(o, o[variables.key] == g[variables.key])))",
-			Message: "spec.replicaSpecs: " + GroupsMessage,
-		},
-		{
-			Expression:        update + "variables.sameGroups || variables.changed.size() == 0",
-			MessageExpression: "'spec.' + variables.changed.join('; spec.') + " + quote(": "+GroupMessage),
-		},
-		{
-			Expression: update + "!has(object.spec.tensorboard) || !has(oldObject.spec.tensorboard) || object.spec.tensorboard == oldObject.spec.tensorboard",
-			Message:    "spec.tensorboard: " + TensorboardMessage,
-		},
-		{
-			Expression: "!" + queue + ".hasValue() || (request.operation == 'UPDATE' && oldObject.metadata.?labels[?" + quote(QueueLabel) + "] == " + queue + ") || " +
-				"!format.dns1123Subdomain().validate(" + queue + ".value()).hasValue()",
-			MessageExpression: quote("metadata.labels["+QueueLabel+"]: \"") + " + " + queue + ".value() + " + quote("\" "+QueueMessage),
-		},
-		listed("badLabels"),
-		listed("badAnnotations"),
-		listed("bigAnnotations"),
-		listed("notQuantity"),
-		listed("notWhole"),
-		listed("unequal"),
+		{Expression: "request.operation != 'UPDATE' || variables.change == ''", MessageExpression: "variables.change"},
+		{Expression: "variables.problems.size() == 0", MessageExpression: "variables.problems.join('; ')"},
 	}
 }
 
-// podVariables list, as "FIELD: VALUE MESSAGE", what in the groups' templates no pod could
-// carry: each a list of strings, empty when all is well.
-func podVariables() []admissionregistrationv1.Variable {
+// podProblems are CEL lists of what in the groups' templates no pod could carry, as "FIELD:
+// VALUE MESSAGE", each empty when all is well.
+func podProblems() []string {
 	// perGroup gives a list of one string per group that has something bad: bad is CEL giving,
 	// for group g, a list of strings.
 	perGroup := func(bad string) string {
@@ -220,18 +203,18 @@ func podVariables() []admissionregistrationv1.Variable {
 			".filter(k, "+extended+" && isQuantity("+value(list)+") && !quantity("+value(list)+").isInteger())"+
 			".map(k, "+field(list)+" + "+value(list)+" + "+quote(" "+WholeMessage)+")"))
 	}
-	return []admissionregistrationv1.Variable{
-		{Name: "badLabels", Expression: keys("labels", LabelKeyMessage, "k")},
+	return []string{
+		keys("labels", LabelKeyMessage, "k"),
 		// The apiserver checks an annotation key in lower case.
-		{Name: "badAnnotations", Expression: keys("annotations", AnnotationKeyMessage, "k.lowerAscii()")},
-		{Name: "bigAnnotations", Expression: "variables.groups.filter(g, " + annotations + ".map(k, size(k) + size(" + annotations + "[k])).sum() > 262144)" +
-			".map(g, 'spec.replicaSpecs[' + string(g[variables.key]) + '].template.metadata.annotations: ' + " + quote(AnnotationsMessage) + ")"},
-		{Name: "notQuantity", Expression: strings.Join(notQuantity, " + ")},
-		{Name: "notWhole", Expression: strings.Join(notWhole, " + ")},
-		{Name: "unequal", Expression: perContainer("x.c.?resources[?'requests'].orValue({})" +
+		keys("annotations", AnnotationKeyMessage, "k.lowerAscii()"),
+		"variables.groups.filter(g, " + annotations + ".map(k, size(k) + size(" + annotations + "[k])).sum() > 262144)" +
+			".map(g, 'spec.replicaSpecs[' + string(g[variables.key]) + '].template.metadata.annotations: ' + " + quote(AnnotationsMessage) + ")",
+		strings.Join(notQuantity, " + "),
+		strings.Join(notWhole, " + "),
+		perContainer("x.c.?resources[?'requests'].orValue({})" +
 			".filter(k, " + extended + " && isQuantity(" + value("requests") + ") && x.c.?resources[?'limits'][?k].hasValue()" +
 			" && isQuantity(" + value("limits") + ") && quantity(" + value("requests") + ").compareTo(quantity(" + value("limits") + ")) != 0)" +
-			".map(k, " + field("requests") + " + " + value("requests") + " + " + quote(" "+EqualMessage+" (") + " + " + value("limits") + " + ')')")},
+			".map(k, " + field("requests") + " + " + value("requests") + " + " + quote(" "+EqualMessage+" (") + " + " + value("limits") + " + ')')"),
 	}
 }
 

@@ -99,7 +99,8 @@ func TestInvalidCausesFromTheAPIServer(t *testing.T) {
 	err := k8s.Create(context.Background(), &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "policy"},
 		Spec: v1beta1.TfJobSpec{ReplicaSpecs: []v1beta1.TfReplicaSpec{gpu}}}, client.DryRunAll)
 	got := invalidCauses(err)
-	if len(got) != 1 || !strings.HasPrefix(got[0], `spec.replicaSpecs[WORKER].template.metadata.labels: "model name" is not a label key`) {
+	if len(got) != 2 || !strings.HasPrefix(got[0], `spec.replicaSpecs[WORKER].template.metadata.labels: "model name" is not a label key`) ||
+		!strings.HasPrefix(got[1], "spec.replicaSpecs[WORKER].template.spec.containers[tensorflow].resources.limits[nvidia.com/gpu]: 500m is not a whole number") {
 		t.Errorf("the policy's refusal: %q (error: %v)", got, err)
 	}
 	if lines, ok := policyRefusals("ValidatingAdmissionPolicy 'p' with binding 'b' denied request: spec.a: x; y; spec.b: z; metadata.labels[q]: w"); !ok ||
