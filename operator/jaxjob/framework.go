@@ -23,7 +23,11 @@ type Framework struct{}
 var _ replicajob.Framework = Framework{}
 
 // Kind is JAXJob.
-func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.JAXJob{}) }
+func (Framework) Kind() *v1beta1.Kind { return kind }
+
+// kind is looked up once: the engine asks for it many times a reconcile, and each lookup makes
+// a job of every kind to compare types with.
+var kind = v1beta1.KindOf(&v1beta1.JAXJob{})
 
 // Env is what Kubeflow's JAXJob sets on every replica, under the same names: where the
 // coordinator (worker 0, process 0) listens, how many processes there are and which one this is

@@ -23,7 +23,11 @@ type Framework struct{}
 var _ replicajob.Framework = Framework{}
 
 // Kind is MXJob.
-func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.MXJob{}) }
+func (Framework) Kind() *v1beta1.Kind { return kind }
+
+// kind is looked up once: the engine asks for it many times a reconcile, and each lookup makes
+// a job of every kind to compare types with.
+var kind = v1beta1.KindOf(&v1beta1.MXJob{})
 
 // Env is what MXNet's parameter-server runtime (ps-lite) reads to join the cluster: the
 // replica's role, where the scheduler is, and how many servers and workers to wait for.

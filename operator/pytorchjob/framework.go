@@ -23,7 +23,11 @@ type Framework struct{}
 var _ replicajob.Framework = Framework{}
 
 // Kind is PyTorchJob.
-func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.PyTorchJob{}) }
+func (Framework) Kind() *v1beta1.Kind { return kind }
+
+// kind is looked up once: the engine asks for it many times a reconcile, and each lookup makes
+// a job of every kind to compare types with.
+var kind = v1beta1.KindOf(&v1beta1.PyTorchJob{})
 
 // Env is what torch.distributed's env:// rendezvous reads: where rank 0 listens, how many ranks
 // there are and which one this is. The master is rank 0, worker i is rank i+1. torchrun reads

@@ -23,7 +23,11 @@ var _ replicajob.Framework = Framework{}
 var _ replicajob.Extension = Framework{}
 
 // Kind is TfJob.
-func (Framework) Kind() *v1beta1.Kind { return v1beta1.KindOf(&v1beta1.TfJob{}) }
+func (Framework) Kind() *v1beta1.Kind { return kind }
+
+// kind is looked up once: the engine asks for it many times a reconcile, and each lookup makes
+// a job of every kind to compare types with.
+var kind = v1beta1.KindOf(&v1beta1.TfJob{})
 
 // Env is TF_CONFIG for the replica.
 func (Framework) Env(c replicajob.Cluster, typ string, index int) []corev1.EnvVar {
