@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -144,4 +145,48 @@ func TestEvictedPodIsRecreated(t *testing.T) {
 		return nil
 	})
 	waitEvent(t, ns, "ev", "Restarting", "pod ev-worker-0 failed (Evicted; retryable)")
+}
+
+// One count of restarts: a replica restarted in place three times under backoffLimit 3 (the
+// limit's own count, not past it), its pod then deleted (a drained node), its new pod failing
+// once more. The deleted pod's restarts stay counted, so the fourth fails the job, and status,
+// the condition and the event say 4.
+func TestRestartsOfADeletedPodStayCounted(t *testing.T) {
+	ns := namespace(t)
+	startOperator(t, ns)
+	w := replicaGroup(v1beta1.TfReplicaWorker, 1)
+	w.RestartPolicy = v1beta1.RestartPolicyOnFailure
+	job := newJob(ns, "drained", w)
+	job.Spec.RunPolicy.BackoffLimit = ptr.To[int32](3)
+	must(t, k8s.Create(context.Background(), job))
+	pods := waitPods(t, ns, "drained-worker-0")
+	kl := kubelet{T: t, NS: ns}
+	kl.RestartedInPlace("drained-worker-0", 3)
+	waitJob(t, ns, "drained", "three restarts shown", func(j *v1beta1.TfJob) error {
+		if j.Status.Restarts != 3 || replicaStatus(j, "WORKER").InPlace != 3 || j.Status.State != v1beta1.JobStateRunning {
+			return errorf("restarts %d worker %+v state %s", j.Status.Restarts, replicaStatus(j, "WORKER"), j.Status.State)
+		}
+		return nil
+	})
+	old := pods["drained-worker-0"]
+	must(t, k8s.Delete(context.Background(), &old, client.GracePeriodSeconds(0)))
+	eventually(t, "worker 0 made again", func() error {
+		if p, ok := listPods(t, ns)["drained-worker-0"]; !ok || p.UID == old.UID {
+			return errorf("not yet")
+		}
+		return nil
+	})
+	if j := getJob(t, ns, "drained"); j.Status.Restarts != 3 || j.Status.State != v1beta1.JobStateRunning {
+		t.Errorf("after the pod's deletion: restarts %d state %s, want 3 and Running", j.Status.Restarts, j.Status.State)
+	}
+	kl.RestartedInPlace("drained-worker-0", 1)
+	job = waitJob(t, ns, "drained", "failed", inState(v1beta1.JobStateFailed, v1beta1.JobPhaseFailed))
+	want := "containers restarted 4 times, more than backoffLimit 3"
+	if c := condition(job, v1beta1.JobFailed); c == nil || c.Reason != "BackoffLimitExceeded" || c.Message != want {
+		t.Errorf("Failed condition %+v, want BackoffLimitExceeded: %s", c, want)
+	}
+	if job.Status.Restarts != 4 {
+		t.Errorf("status.restarts %d, want 4", job.Status.Restarts)
+	}
+	waitEvent(t, ns, "drained", "BackoffLimitExceeded", want)
 }

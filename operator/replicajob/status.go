@@ -33,13 +33,13 @@ func replicaStatus(status *v1beta1.JobStatus, typ string) *v1beta1.ReplicaStatus
 //
 // mounts says why pods that the pod status alone does not explain wait (mounts.go), by UID.
 func summarize(container string, groups []Replica, replicas []*replica, status *v1beta1.JobStatus, cleaning bool, mounts map[types.UID]stuck, now metav1.Time) {
-	// Keep only the entries of types the spec has, in spec order, with fresh counts.
+	// Keep only the entries of types the spec has, in spec order, with fresh counts; restarts
+	// are restarts.go's.
+	countInPlace(replicas, status, container)
 	var fresh []v1beta1.ReplicaStatus
-	before := map[string]int32{}
 	for _, g := range groups {
 		old := replicaStatus(status, g.Type)
-		before[g.Type] = old.Restarts
-		fresh = append(fresh, v1beta1.ReplicaStatus{Type: g.Type, Replicas: g.Replicas, Recreated: old.Recreated})
+		fresh = append(fresh, v1beta1.ReplicaStatus{Type: g.Type, Replicas: g.Replicas, Recreated: old.Recreated, InPlace: old.InPlace})
 	}
 	status.ReplicaStatuses = fresh
 
@@ -57,7 +57,6 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 			continue
 		}
 		present[r.pod.UID] = true
-		rs.Restarts += inPlaceRestarts(r.pod, container)
 		counted := slices.Contains(status.CountedFailures, r.pod.UID)
 		switch {
 		case counted:
@@ -85,18 +84,11 @@ func summarize(container string, groups []Replica, replicas []*replica, status *
 			rs.Failed++
 		}
 	}
-	var total int32
+	totalRestarts(status)
 	var summary []string
-	for i := range status.ReplicaStatuses {
-		rs := &status.ReplicaStatuses[i]
-		rs.Restarts += rs.Recreated
-		// In-place restarts live in the pods; a pod deleted (clean-up, eviction) takes its count
-		// along. A restart that happened stays counted.
-		rs.Restarts = max(rs.Restarts, before[rs.Type])
-		total += rs.Restarts
+	for _, rs := range status.ReplicaStatuses {
 		summary = append(summary, fmt.Sprintf("%s %d/%d", strings.ToLower(rs.Type), rs.Ready, rs.Replicas))
 	}
-	status.Restarts = total
 	status.Replicas = strings.Join(summary, " ")
 
 	// A counted failure is forgotten once its pod is gone: its UID can never come back.

@@ -152,13 +152,27 @@ type ReplicaStatus struct {
 	// failed pods exited non-zero and are not being replaced.
 	// +kubebuilder:validation:Minimum=0
 	Failed int32 `json:"failed"`
-	// restarts is recreated plus the in-place container restarts of the current pods
-	// (OnFailure and Always let the kubelet restart containers); it counts against backoffLimit.
+	// restarts is recreated plus inPlace: every restart of the group's replicas, which counts
+	// against backoffLimit.
 	// +kubebuilder:validation:Minimum=0
 	Restarts int32 `json:"restarts"`
 	// recreated counts the pods the operator deleted and created again after a retryable failure.
 	// +kubebuilder:validation:Minimum=0
 	Recreated int32 `json:"recreated"`
+	// inPlace counts the container restarts the kubelet did in place (restartPolicy OnFailure
+	// or Always), in the group's pods, pods since deleted included.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	InPlace int32 `json:"inPlace,omitempty"`
+}
+
+// PodRestarts is how many in-place restarts of a pod's container are counted in inPlace.
+type PodRestarts struct {
+	// uid is the pod's.
+	UID types.UID `json:"uid"`
+	// restarts is the container's restartCount when last counted.
+	// +kubebuilder:validation:Minimum=0
+	Restarts int32 `json:"restarts"`
 }
 
 // TensorboardStatus tells where a job's TensorBoard is served.
@@ -222,4 +236,11 @@ type JobStatus struct {
 	// +listType=set
 	// +optional
 	CountedFailures []types.UID `json:"countedFailures,omitempty"`
+	// countedInPlace holds, for each pod whose container restarted in place, how many of those
+	// restarts replicaStatuses[*].inPlace already counts, until the pod is gone: a pod deleted
+	// (evicted, its node drained) takes its restartCount along, and its restarts stay counted.
+	// +listType=map
+	// +listMapKey=uid
+	// +optional
+	CountedInPlace []PodRestarts `json:"countedInPlace,omitempty"`
 }
