@@ -53,7 +53,7 @@ func (m *memories) of(job metav1.Object) *memory {
 	m.byName[key] = uid
 	mem := m.byUID[uid]
 	if mem == nil {
-		mem = &memory{created: map[string]time.Time{}}
+		mem = &memory{}
 		m.byUID[uid] = mem
 	}
 	return mem
