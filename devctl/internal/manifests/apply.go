@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,8 +25,8 @@ func (a Applied) String() string {
 
 // Apply applies every object, in order, with server-side apply: devctl owns the fields it sets
 // and takes them over from whoever set them before (kubectl edit, an older devctl). Applying
-// the same objects again changes nothing on the server; the resource version tells which objects
-// changed.
+// the same objects again changes nothing on the server; what an object holds, before and after,
+// tells which objects changed.
 func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) (Applied, error) {
 	return ApplyRemembering(ctx, c, objs, nil)
 }
@@ -48,6 +49,18 @@ func ApplyRemembering(ctx context.Context, c client.Client, objs []*unstructured
 			continue
 		}
 
+		// What the object holds before, read whole only when it is applied again: a controller
+		// writing its status (the apiserver type-checking an admission policy, a Deployment's
+		// rollout) moves its resource version, and the apply that follows rewrites who manages
+		// which field, moving it again, with nothing of the object changed.
+		var held *unstructured.Unstructured
+		if existed {
+			held = &unstructured.Unstructured{}
+			held.SetGroupVersionKind(u.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(u), held); err != nil {
+				return a, fmt.Errorf("reading %s: %w", id, err)
+			}
+		}
 		after := u.DeepCopy()
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(after), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return a, fmt.Errorf("applying %s: %w", id, err)
@@ -56,11 +69,22 @@ func ApplyRemembering(ctx context.Context, c client.Client, objs []*unstructured
 		switch {
 		case !existed:
 			a.Created++
-		case after.GetResourceVersion() != before.GetResourceVersion():
+		case after.GetResourceVersion() != held.GetResourceVersion() && !equality.Semantic.DeepEqual(content(held), content(after)):
 			a.Changed++
 		default:
 			a.Unchanged++
 		}
 	}
 	return a, nil
+}
+
+// content is what an object holds for its users: all but its status and the metadata the
+// apiserver keeps on every write (resource version, managed fields, generation).
+func content(o *unstructured.Unstructured) map[string]any {
+	c := o.DeepCopy()
+	delete(c.Object, "status")
+	unstructured.RemoveNestedField(c.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(c.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(c.Object, "metadata", "generation")
+	return c.Object
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mlkube/mlkube/internal/controlplane"
+	"github.com/mlkube/mlkube/operator/admission"
 	"github.com/mlkube/mlkube/operator/config"
 )
 
@@ -44,15 +47,16 @@ func TestApplyIsServerSideAndIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The control plane installed the CRDs already; devctl takes their fields over.
-	crds := 0
+	// The control plane installed the CRDs and the admission policy already, as the manifests
+	// have them: devctl takes their fields over, and nothing of them changes.
+	installed := 0
 	for _, o := range objs {
-		if o.GetKind() == "CustomResourceDefinition" {
-			crds++
+		if o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			installed++
 		}
 	}
-	if first.Created != len(objs)-crds || first.Changed != crds {
-		t.Errorf("first apply: %s; want %d created and the %d CRDs changed", first, len(objs)-crds, crds)
+	if first.Created != len(objs)-installed || first.Unchanged != installed {
+		t.Errorf("first apply: %s; want %d created and the %d installed unchanged", first, len(objs)-installed, installed)
 	}
 
 	again, err := Read(config.FS, config.Default)
@@ -66,6 +70,23 @@ func TestApplyIsServerSideAndIdempotent(t *testing.T) {
 	}
 	if second.Unchanged != len(objs) {
 		t.Errorf("second apply of the same manifests: %s; want all %d unchanged", second, len(objs))
+	}
+
+	// A controller writing an object's status (the apiserver type-checking the admission policy,
+	// a Deployment's rollout) changes nothing devctl applies: the next apply says so.
+	mem := OpenMemory(filepath.Join(t.TempDir(), "applied.json"))
+	if _, err := ApplyRemembering(ctx, c, again, mem); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(ctx, policyWithWarning(ctx, t, c)); err != nil {
+		t.Fatal(err)
+	}
+	afterStatus, err := ApplyRemembering(ctx, c, again, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if afterStatus.Unchanged != len(objs) {
+		t.Errorf("apply after a status write: %s; want all %d unchanged", afterStatus, len(objs))
 	}
 
 	d := &appsv1.Deployment{}
@@ -171,4 +192,19 @@ func testApplyRemembering(t *testing.T, plain client.WithWatch) {
 	if a := apply(manifests("mlkube/operator:ba9876543210")); a.Changed != 1 || len(applies) == 0 {
 		t.Errorf("apply with a new image: %s, sent %v; want the Deployment changed", a, applies)
 	}
+}
+
+// policyWithWarning is the admission policy as stored, its status given a type-check warning.
+func policyWithWarning(ctx context.Context, t *testing.T, c client.Client) *unstructured.Unstructured {
+	t.Helper()
+	policy := &unstructured.Unstructured{}
+	policy.SetGroupVersionKind(admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"))
+	if err := c.Get(ctx, client.ObjectKey{Name: admission.Name}, policy); err != nil {
+		t.Fatal(err)
+	}
+	warning := map[string]any{"fieldRef": "spec.validations[0].expression", "warning": "a warning"}
+	if err := unstructured.SetNestedField(policy.Object, map[string]any{"expressionWarnings": []any{warning}}, "status", "typeChecking"); err != nil {
+		t.Fatal(err)
+	}
+	return policy
 }

@@ -35,6 +35,8 @@ func TestReadFollowsTheOperatorKustomizations(t *testing.T) {
 		"ClusterRoleBinding mlkube-operator",
 		"RoleBinding mlkube-operator-leader-election",
 		"ConfigMap mlkube-accelerators",
+		"ValidatingAdmissionPolicy mlkube.io-jobs",
+		"ValidatingAdmissionPolicyBinding mlkube.io-jobs",
 		"Deployment mlkube-operator",
 	)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
