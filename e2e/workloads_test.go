@@ -546,7 +546,8 @@ spec:
 	}
 	contains(t, "devctl run's output", r.out, "is invalid; nothing was created:\n  spec.replicaSpecs[1].replicas: should be greater than or equal to 1 (got -1)")
 	// What only a pod's own validation would refuse, kind's apiserver refuses with the job, by
-	// mlkube's admission policy, which devctl up installs: a fraction of a GPU.
+	// mlkube's admission policy, which devctl up installs: a fraction of a GPU (which devctl
+	// sends as the quantity reads, 500m).
 	file = manifest(t, `
 apiVersion: mlkube.io/v1beta1
 kind: TfJob
@@ -564,7 +565,7 @@ spec:
 	if r.code != 2 {
 		t.Fatalf("devctl run of half a GPU exited %d, want 2:\n%s", r.code, r.out)
 	}
-	contains(t, "devctl run's output", r.out, "is invalid; nothing was created:\n  spec.replicaSpecs[WORKER].template.spec.containers[tensorflow].resources.limits[nvidia.com/gpu]: 0.5 is not a whole number")
+	contains(t, "devctl run's output", r.out, "is invalid; nothing was created:\n  spec.replicaSpecs[WORKER].template.spec.containers[tensorflow].resources.limits[nvidia.com/gpu]: 500m is not a whole number")
 	var jobs v1beta1.TfJobList
 	must(t, c.List(context.Background(), &jobs, client.InNamespace(ns)))
 	if len(jobs.Items) != 0 {
