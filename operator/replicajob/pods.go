@@ -3,7 +3,6 @@ package replicajob
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,15 +17,6 @@ import (
 // operator gets AlreadyExists instead of a second pod.
 func ReplicaName(job, typ string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", job, strings.ToLower(typ), index)
-}
-
-func replicaLabels(kind *v1beta1.Kind, job client.Object, typ string, index int) map[string]string {
-	return map[string]string{
-		v1beta1.LabelJobName:      job.GetName(),
-		v1beta1.LabelJobKind:      kind.Label(),
-		v1beta1.LabelReplicaType:  strings.ToLower(typ),
-		v1beta1.LabelReplicaIndex: strconv.Itoa(index),
-	}
 }
 
 func ownerRef(kind string, job client.Object) metav1.OwnerReference {
@@ -73,7 +63,7 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 			pod.Labels[k] = v
 		}
 	}
-	for k, v := range replicaLabels(e.Framework.Kind(), job, r.Type, index) {
+	for k, v := range e.Framework.Kind().ReplicaLabels(job.GetName(), r.Type, index) {
 		pod.Labels[k] = v
 	}
 	pod.Spec.RestartPolicy = podRestartPolicy(r.RestartPolicy)

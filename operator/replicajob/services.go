@@ -47,7 +47,7 @@ func (e *Reconciler) newJobService(job client.Object) *corev1.Service {
 
 // newService builds the headless service of replica (r.Type, index) in the older layout.
 func (e *Reconciler) newService(job client.Object, r Replica, index int) *corev1.Service {
-	labels := replicaLabels(e.Framework.Kind(), job, r.Type, index)
+	labels := e.Framework.Kind().ReplicaLabels(job.GetName(), r.Type, index)
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ReplicaName(job.GetName(), r.Type, index),

@@ -160,10 +160,7 @@ func findJob(ctx context.Context, cl *current, o LogsOptions) (client.Object, er
 
 // replicaPods lists the job's replica pods (one replica's with replica), in spec order.
 func replicaPods(ctx context.Context, c client.Client, job client.Object, replica string) ([]corev1.Pod, error) {
-	sel, err := follow.PodSelector(follow.KindOf(job), job.GetName())
-	if err != nil {
-		return nil, err
-	}
+	sel := follow.KindOf(job).ReplicaPods(job.GetName())
 	var list corev1.PodList
 	if err := c.List(ctx, &list, client.InNamespace(job.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, err

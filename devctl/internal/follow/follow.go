@@ -19,9 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -473,25 +471,11 @@ func (f *follower) idle() bool {
 	return true
 }
 
-// PodSelector selects the replica pods of the jobs of a kind and name: those of one job, and,
-// with the same name, its predecessors'. TensorBoard's pods, which have no replica type, are
-// left out.
-func PodSelector(kind *v1beta1.Kind, name string) (labels.Selector, error) {
-	hasType, err := labels.NewRequirement(v1beta1.LabelReplicaType, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	return labels.SelectorFromSet(labels.Set{v1beta1.LabelJobName: name, v1beta1.LabelJobKind: kind.Label()}).Add(*hasType), nil
-}
-
 // watchJob starts informers on the job (by name) and on its replica pods (by label) that send
 // every change to events, and returns the cache they fill once it is in sync.
 func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache, error) {
 	kind := KindOf(o.Job)
-	podSel, err := PodSelector(kind, o.Job.GetName())
-	if err != nil {
-		return nil, err
-	}
+	podSel := kind.ReplicaPods(o.Job.GetName())
 	c, err := cache.New(o.Config, cache.Options{
 		Scheme:            o.Scheme,
 		DefaultNamespaces: map[string]cache.Config{o.Job.GetNamespace(): {}},

@@ -2,6 +2,7 @@ package follow
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,14 +10,14 @@ import (
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
-// ReplicaOf names the replica a pod plays, from the labels the operator gives it; "" for a pod
-// that is no replica (TensorBoard's).
+// ReplicaOf names the replica a pod plays (v1beta1.ReplicaOf): "worker-1"; "" for a pod that
+// is no replica (TensorBoard's).
 func ReplicaOf(pod *corev1.Pod) string {
-	typ, index := pod.Labels[v1beta1.LabelReplicaType], pod.Labels[v1beta1.LabelReplicaIndex]
-	if typ == "" || index == "" {
+	typ, index, ok := v1beta1.ReplicaOf(pod.Labels)
+	if !ok {
 		return ""
 	}
-	return typ + "-" + index
+	return typ + "-" + strconv.Itoa(index)
 }
 
 // Replica states, as the output shows them. They describe the job's container (tensorflow,

@@ -109,6 +109,9 @@ func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID
 	// job's UID. Another pod is never shown, and one that stops being the job's (its owner
 	// reference removed) goes.
 	selector := labels.Set{v1beta1.LabelJobName: key.Name, v1beta1.LabelJobKind: kindLabel}.String() + "," + v1beta1.LabelReplicaType
+	if k := v1beta1.KindNamed(key.Kind); k != nil {
+		selector = k.ReplicaPods(key.Name).String()
+	}
 	shown := map[string]bool{} // the informer calls its handlers one at a time
 	hide := func(r *Replica) {
 		if shown[r.Name] {

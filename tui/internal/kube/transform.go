@@ -2,7 +2,6 @@ package kube
 
 import (
 	"encoding/json"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -87,7 +86,7 @@ func ReplicaFrom(p *corev1.Pod, container string) *Replica {
 		Phase:      string(p.Status.Phase),
 		Node:       p.Spec.NodeName,
 	}
-	if i, err := strconv.Atoi(p.Labels[v1beta1.LabelReplicaIndex]); err == nil {
+	if _, i, ok := v1beta1.ReplicaOf(p.Labels); ok {
 		r.Index = i
 	}
 	if p.DeletionTimestamp != nil {
