@@ -23,7 +23,9 @@ import (
 )
 
 // The Helm chart installs into the kind cluster with Helm's own install (its SDK), here in
-// one-namespace mode without nodeprobe (devctl's nodeprobe is there already); its helm test
+// one-namespace mode without nodeprobe and the admission policy (devctl's are there already,
+// cluster-wide objects of the same names; operator/chart's tests hold the chart's policy to the
+// kustomize manifests' one); its helm test
 // hook passes; the distributed sample runs to success under the chart's operator; and the
 // uninstall leaves the cluster as it was. devctl's operator steps aside meanwhile: two
 // operators would both act on the jobs.
@@ -51,8 +53,9 @@ func TestHelmChart(t *testing.T) {
 	install.Wait, install.Timeout = true, 3*time.Minute
 	start := time.Now()
 	rel, err := install.Run(chart, map[string]any{
-		"operator":  map[string]any{"watchNamespace": jobNS},
-		"nodeprobe": map[string]any{"enabled": false},
+		"operator":        map[string]any{"watchNamespace": jobNS},
+		"nodeprobe":       map[string]any{"enabled": false},
+		"admissionPolicy": map[string]any{"enabled": false},
 	})
 	if err != nil {
 		t.Fatalf("helm install: %v", err)

@@ -31,6 +31,7 @@ import (
 	"github.com/mlkube/mlkube/internal/rbaccheck"
 	nodeprobeconfig "github.com/mlkube/mlkube/nodeprobe/config"
 	"github.com/mlkube/mlkube/operator/accelerator"
+	"github.com/mlkube/mlkube/operator/admission"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	operatorconfig "github.com/mlkube/mlkube/operator/config"
 	"github.com/mlkube/mlkube/operator/crdvalidate"
@@ -743,5 +744,19 @@ func TestKueueValues(t *testing.T) {
 	toTyped(t, on.must(t, "ClusterRoleBinding", "", "kueue-mlkube-jobs"), &binding)
 	if s := binding.Subjects; len(s) != 1 || s[0].Kind != "ServiceAccount" || s[0].Namespace != "queues" || s[0].Name != "kueue-manager" {
 		t.Errorf("Kueue's ClusterRoleBinding binds %+v, want the ServiceAccount queues/kueue-manager", s)
+	}
+}
+
+// admissionPolicy.enabled installs the admission policy and its binding (as the kustomize
+// manifests have them, TestDefaultsRenderTheKustomizeManifests); off, neither.
+func TestAdmissionPolicyValues(t *testing.T) {
+	on, off := render(t), render(t, "admissionPolicy.enabled=false")
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if on.find(kind, "", admission.Name) == nil {
+			t.Errorf("by default: no %s %s", kind, admission.Name)
+		}
+		if off.find(kind, "", admission.Name) != nil {
+			t.Errorf("admissionPolicy.enabled=false: a %s %s", kind, admission.Name)
+		}
 	}
 }
