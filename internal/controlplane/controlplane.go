@@ -14,6 +14,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,6 +106,9 @@ func Enforce(cfg *rest.Config, on bool) error {
 	probe := probeJob(v1beta1.Kinds[0])
 	for {
 		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if meta.IsNoMatchError(err) {
+			return nil // a control plane without mlkube's CRDs (options replaced them): nothing to guard
+		}
 		refused := err != nil && strings.Contains(err.Error(), admission.LabelKeyMessage)
 		if err != nil && !refused && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("probing the admission policy: %w", err)

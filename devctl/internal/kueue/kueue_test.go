@@ -365,17 +365,3 @@ func TestQueues(t *testing.T) {
 		t.Errorf("LocalQueue %s/%s → %s, want %s/%s → %s", lq.Namespace, lq.Name, lq.Spec.ClusterQueue, LocalQueueNamespace, LocalQueue, ClusterQueue)
 	}
 }
-
-// The tag changes with the binary and the architecture, and only with them.
-func TestTag(t *testing.T) {
-	a := Tag([]byte("manager"), "v0.17.0", "amd64")
-	if !strings.HasPrefix(a, ImageName+":v0.17.0-") || len(a) != len(ImageName+":v0.17.0-")+12 {
-		t.Errorf("tag %s, want %s:v0.17.0-<12 hex digits>", a, ImageName)
-	}
-	if Tag([]byte("manager"), "v0.17.0", "amd64") != a {
-		t.Error("the same binary gave two tags")
-	}
-	if Tag([]byte("manager2"), "v0.17.0", "amd64") == a || Tag([]byte("manager"), "v0.17.0", "arm64") == a {
-		t.Error("another binary or architecture gave the same tag")
-	}
-}

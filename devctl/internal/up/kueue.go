@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,29 +38,12 @@ func (u *up) kueueSteps() []steps.Step {
 	}
 }
 
-// kueueBuild is Kueue's manager as it is built while up does the rest: on a cold machine its
-// build takes minutes, which then overlap the cluster's creation and our images' builds.
-type kueueBuild struct {
-	done chan struct{}
-	b    *kueue.Build
-	err  error
-	mu   sync.Mutex
-	// doing is what the build said last, for the step's progress.
-	doing string
-}
-
-// readyKueue starts building Kueue's manager.
+// readyKueue starts building Kueue's manager: on a cold machine its build takes minutes, which
+// then overlap the cluster's creation and our images' builds.
 func (u *up) readyKueue() {
-	k := &kueueBuild{done: make(chan struct{})}
-	u.kueue = k
-	go func() {
-		defer close(k.done)
-		k.b, k.err = kueue.BuildBinary(u.ctx, u.root, u.engine.Arch, func(doing string) {
-			k.mu.Lock()
-			k.doing = doing
-			k.mu.Unlock()
-		})
-	}()
+	u.kueue = steps.Go(func(progress func(string)) (*images.Scripted, error) {
+		return kueue.BuildImage(u.ctx, u.root, u.engine.Arch, progress)
+	})
 }
 
 // loadKueue waits for Kueue's manager and loads its image into the nodes our pods run on that
@@ -69,19 +51,11 @@ func (u *up) readyKueue() {
 func (u *up) loadKueue(ctx context.Context) error {
 	p := steps.From(ctx)
 	task := p.Start("building Kueue's manager (hack/build-kubernetes.sh kueue)")
-	select {
-	case <-u.kueue.done:
-	default:
-		u.kueue.mu.Lock()
-		task.Doing(u.kueue.doing)
-		u.kueue.mu.Unlock()
-		<-u.kueue.done
+	b, err := u.kueue.Wait(task)
+	if err != nil {
+		return err
 	}
-	if u.kueue.err != nil {
-		task.Fail()
-		return u.kueue.err
-	}
-	b := u.kueue.b
+	u.kueueImage = b
 	if b.Built {
 		task.Done("built Kueue %s's manager, cached in %s", b.Version, filepath.Dir(b.Binary))
 	} else {
@@ -105,12 +79,12 @@ func (u *up) loadKueue(ctx context.Context) error {
 	if len(lacking) == 0 {
 		return steps.Done("Kueue's image %s already on the nodes", b.Ref)
 	}
-	img, err := b.Assemble(u.engine.Arch)
+	built, err := b.Assemble(u.engine.Arch)
 	if err != nil {
 		return fmt.Errorf("assembling Kueue's image: %w", err)
 	}
 	if err := ship.Archive(ctx, []string{b.Ref}, func(w io.Writer) error {
-		return kueue.WriteArchive(w, b.Ref, img)
+		return kueue.WriteArchive(w, b.Ref, built.Img)
 	}, lacking); err != nil {
 		return err
 	}
@@ -125,7 +99,7 @@ func (u *up) installKueue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b := u.kueue.b
+	b := u.kueueImage
 	moduleDir, err := kueue.ModuleDir(ctx, u.root, b.Version)
 	if err != nil {
 		return err
@@ -203,11 +177,11 @@ func shortChartDir(moduleDir string) string {
 func (u *up) waitKueue(ctx context.Context) error {
 	ready := manifests.All(manifests.DeploymentRolledOut(u.kube, kueue.DeploymentKey), kueue.WebhookAnswers(u.kube))
 	if ok, _, err := ready(ctx); err == nil && ok {
-		return steps.Done("Kueue already running %s; its webhooks answer", u.kueue.b.Ref)
+		return steps.Done("Kueue already running %s; its webhooks answer", u.kueueImage.Ref)
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return steps.Done("Kueue running %s; its webhooks answer", u.kueue.b.Ref)
+		return steps.Done("Kueue running %s; its webhooks answer", u.kueueImage.Ref)
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return err

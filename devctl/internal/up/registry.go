@@ -14,29 +14,12 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
-// registryImage is the registry's image as it is readied while up does the rest: on a cold
-// machine its build takes a minute or two, which then overlaps the cluster's creation.
-type registryImage struct {
-	done chan struct{}
-	ref  string
-	err  error
-	mu   sync.Mutex
-	// doing is what the build said last, for the step's progress.
-	doing string
-}
-
-// readyRegistryImage starts readying the registry's image.
+// readyRegistryImage starts readying the registry's image: on a cold machine its build takes a
+// minute or two, which then overlaps the cluster's creation.
 func (u *up) readyRegistryImage() {
-	r := &registryImage{done: make(chan struct{})}
-	u.registry = r
-	go func() {
-		defer close(r.done)
-		r.ref, r.err = registry.Image(u.ctx, u.root, u.engine.Arch, func(doing string) {
-			r.mu.Lock()
-			r.doing = doing
-			r.mu.Unlock()
-		})
-	}()
+	u.registry = steps.Go(func(progress func(string)) (string, error) {
+		return registry.Image(u.ctx, u.root, u.engine.Arch, progress)
+	})
 }
 
 // runRegistry runs the local registry (package registry) and makes the cluster's nodes pull
@@ -44,20 +27,12 @@ func (u *up) readyRegistryImage() {
 func (u *up) runRegistry(ctx context.Context) error {
 	p := steps.From(ctx)
 	task := p.Start("readying the registry's image")
-	select {
-	case <-u.registry.done:
-	default:
-		u.registry.mu.Lock()
-		task.Doing(u.registry.doing)
-		u.registry.mu.Unlock()
-		<-u.registry.done
+	ref, err := u.registry.Wait(task)
+	if err != nil {
+		return err
 	}
-	if u.registry.err != nil {
-		task.Fail()
-		return u.registry.err
-	}
-	task.Done("%s", u.registry.ref)
-	state, err := registry.Ensure(ctx, u.registry.ref)
+	task.Done("%s", ref)
+	state, err := registry.Ensure(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("%w\n(devctl up --registry=false makes the cluster without a local registry)", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/checkout"
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
+	"github.com/mlkube/mlkube/devctl/internal/images"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
@@ -115,9 +116,12 @@ type up struct {
 	// cluster.
 	early *early
 	// registry is the local registry's image, readied from the start (registry.go).
-	registry *registryImage
+	registry *steps.Background[string]
 	// kueue is Kueue's manager, built from the start with --kueue (kueue.go).
-	kueue *kueueBuild
+	kueue *steps.Background[*images.Scripted]
+	// kueueImage is Kueue's manager once built, and its image's tag, for the steps that install
+	// and wait for Kueue and for the summary.
+	kueueImage *images.Scripted
 	// published says the node image is kind's published one (nodeimage.go), whose pod network
 	// is kindnet.
 	published bool
@@ -269,9 +273,9 @@ func (u *up) summary(out io.Writer) {
 	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", u.opts.Name, u.cluster.Context())
 	fmt.Fprintf(out, "  operator %s, image %s\n", u.version, u.operatorImage())
 	fmt.Fprintf(out, "  nodeprobe on every node, image %s (what it found: devctl status%s)\n", u.nodeprobeImage(), flag)
-	if u.kueue != nil && u.kueue.b != nil {
+	if u.kueueImage != nil {
 		fmt.Fprintf(out, "  Kueue %s, image %s: ClusterQueue %s, LocalQueue %s in namespace %s; label a job %s: %[4]s to queue it\n",
-			u.kueue.b.Version, u.kueue.b.Ref, kueue.ClusterQueue, kueue.LocalQueue, kueue.LocalQueueNamespace, kueue.QueueLabel)
+			u.kueueImage.Version, u.kueueImage.Ref, kueue.ClusterQueue, kueue.LocalQueue, kueue.LocalQueueNamespace, kueue.QueueLabel)
 	}
 	if u.registry != nil {
 		fmt.Fprintf(out, "  local registry %s: docker push %[1]s/NAME:TAG, and name that image in a job\n", registry.Host)
