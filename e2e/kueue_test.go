@@ -97,6 +97,45 @@ func TestKueue(t *testing.T) {
 			everyKind(t, c, ns)
 		})
 	})
+	// Once those are done, alone: the queue holds nothing the cluster cannot run.
+	t.Run("a job of the whole quota is admitted, scheduled and succeeds", func(t *testing.T) { wholeQuota(t, c, ns) })
+}
+
+// wholeQuota runs a job that asks for all of devctl's ClusterQueue's cpu quota, sized again by
+// a second devctl up --kueue to what the node can run now: Kueue admits it, and the scheduler
+// finds room for every pod. A quota of the node's whole allocatable would admit a job that no
+// node can hold (its pods Unschedulable until Kueue evicts it).
+func wholeQuota(t *testing.T, c client.Client, ns string) {
+	ctx := context.Background()
+	if _, _, err := run(t, "up", "--name", name, "--kueue", "--kueue-pods-ready-timeout=40s"); err != nil {
+		t.Fatalf("devctl up --kueue: %v", err)
+	}
+	var cq kueue.ClusterQueue
+	must(t, c.Get(ctx, client.ObjectKey{Name: "mlkube"}, &cq))
+	quota := quotaCPU(t, &cq)
+	half := fmt.Sprintf("%dm", quota.MilliValue()/2)
+	container := trainer("--step-delay=100ms") + `
+          resources: {requests: {cpu: ` + half + `}}`
+	file := manifest(t, fmt.Sprintf(`
+apiVersion: mlkube.io/v1beta1
+kind: TfJob
+metadata:
+  name: whole
+  labels: {%s: cluster}
+spec:
+  replicaSpecs:
+  - tfReplicaType: MASTER
+    template:
+      spec:%s
+  - tfReplicaType: WORKER
+    template:
+      spec:%s
+`, replicajob.QueueLabel, container, container))
+	r := devctlRun(t, "run", file, "-n", ns, "--pending-timeout", "90s")
+	if r.code != 0 {
+		t.Fatalf("a job of two %s replicas in a quota of cpu %s: devctl run exited %d:\n%s", half, quota.String(), r.code, r.out)
+	}
+	contains(t, "devctl run", r.out, "tfjob/whole Succeeded")
 }
 
 func quotaThenPreemption(t *testing.T, c client.Client, ns string) {

@@ -69,7 +69,7 @@ func whats(results []QueueResult) string {
 func TestApplyQueues(t *testing.T) {
 	c := kueueAPI(t)
 	ctx := context.Background()
-	small := Quota([]corev1.Node{node("a", "2", "8Gi")})
+	small, _ := Quota([]corev1.Node{node("a", "2", "8Gi")}, nil)
 	results, err := ApplyQueues(ctx, c, Queues(small))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestApplyQueues(t *testing.T) {
 	if got, want := whats(results), `ResourceFlavor "default-flavor" unchanged, ClusterQueue "mlkube" unchanged, LocalQueue "default" in namespace default unchanged`; got != want {
 		t.Errorf("second apply: %s\nwant %s", got, want)
 	}
-	big := Quota([]corev1.Node{node("a", "2", "8Gi"), node("b", "2", "8Gi")})
+	big, _ := Quota([]corev1.Node{node("a", "2", "8Gi"), node("b", "2", "8Gi")}, nil)
 	results, err = ApplyQueues(ctx, c, Queues(big))
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +184,8 @@ func TestStatusLineAndInstalled(t *testing.T) {
 	if err := c.Status().Update(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ApplyQueues(ctx, c, Queues(Quota([]corev1.Node{node("a", "2", "8Gi")}))); err != nil {
+	quota, _ := Quota([]corev1.Node{node("a", "2", "8Gi")}, nil)
+	if _, err := ApplyQueues(ctx, c, Queues(quota)); err != nil {
 		t.Fatal(err)
 	}
 	cq := &unstructured.Unstructured{}
@@ -195,10 +196,13 @@ func TestStatusLineAndInstalled(t *testing.T) {
 	}
 	_ = unstructured.SetNestedField(cq.Object, int64(2), "status", "admittedWorkloads")
 	_ = unstructured.SetNestedField(cq.Object, int64(1), "status", "pendingWorkloads")
+	_ = unstructured.SetNestedSlice(cq.Object, []any{map[string]any{"name": Flavor, "resources": []any{
+		map[string]any{"name": "cpu", "total": "600m", "borrowed": "0"}, map[string]any{"name": "memory", "total": "1Gi", "borrowed": "0"},
+	}}}, "status", "flavorsReservation")
 	if err := c.Status().Update(ctx, cq); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := StatusLine(ctx, c), Version+", Available, ClusterQueues: mlkube (2 admitted, 1 pending)"; got != want {
+	if got, want := StatusLine(ctx, c), Version+", Available, ClusterQueues: mlkube (2 admitted, 1 pending; quota cpu 2, memory 8Gi; in use cpu 600m, memory 1Gi)"; got != want {
 		t.Errorf("status line %q, want %q", got, want)
 	}
 	if v, err := Installed(ctx, c); err != nil || v != Version {

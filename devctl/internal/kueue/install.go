@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -198,10 +199,56 @@ func clusterQueues(ctx context.Context, c client.Client) string {
 	for _, cq := range list.Items {
 		admitted, _, _ := unstructured.NestedInt64(cq.Object, "status", "admittedWorkloads")
 		pending, _, _ := unstructured.NestedInt64(cq.Object, "status", "pendingWorkloads")
-		out = append(out, fmt.Sprintf("%s (%d admitted, %d pending)", cq.GetName(), admitted, pending))
+		out = append(out, fmt.Sprintf("%s (%d admitted, %d pending; quota %s; in use %s)", cq.GetName(), admitted, pending,
+			DescribeQuota(nominalQuota(cq)), DescribeQuota(usageOf(cq))))
 	}
 	slices.Sort(out)
 	return strings.Join(out, ", ")
+}
+
+// nominalQuota is a ClusterQueue's nominal quota, summed over its flavors.
+func nominalQuota(cq unstructured.Unstructured) corev1.ResourceList {
+	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	out := corev1.ResourceList{}
+	for _, g := range groups {
+		flavors, _, _ := unstructured.NestedSlice(asMap(g), "flavors")
+		for _, f := range flavors {
+			addQuantities(out, asMap(f), "nominalQuota")
+		}
+	}
+	return out
+}
+
+// usageOf is what a ClusterQueue's admitted workloads hold of it (status.flavorsReservation),
+// summed over its flavors.
+func usageOf(cq unstructured.Unstructured) corev1.ResourceList {
+	flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsReservation")
+	out := corev1.ResourceList{corev1.ResourceCPU: resource.Quantity{Format: resource.DecimalSI}}
+	for _, f := range flavors {
+		addQuantities(out, asMap(f), "total")
+	}
+	return out
+}
+
+// addQuantities adds to out the quantity under key of each of a flavor's resources.
+func addQuantities(out corev1.ResourceList, flavor map[string]any, key string) {
+	resources, _, _ := unstructured.NestedSlice(flavor, "resources")
+	for _, r := range resources {
+		name, _, _ := unstructured.NestedString(asMap(r), "name")
+		value, _, _ := unstructured.NestedFieldNoCopy(asMap(r), key)
+		q, err := resource.ParseQuantity(fmt.Sprint(value))
+		if name == "" || err != nil {
+			continue
+		}
+		sum := out[corev1.ResourceName(name)]
+		sum.Add(q)
+		out[corev1.ResourceName(name)] = sum
+	}
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 func oneLine(s string) string {

@@ -314,16 +314,60 @@ func TestQuota(t *testing.T) {
 		{"memory in kibibytes, as kubelets report it: in mebibytes, rounded down", []corev1.Node{node("a", "2", "8025424Ki"), node("b", "2", "8025424Ki")}, "cpu 4, memory 15674Mi"},
 		{"no node", nil, "cpu 0, memory 0"},
 	} {
-		if got := DescribeQuota(Quota(tc.nodes)); got != tc.want {
-			t.Errorf("%s: quota %s, want %s", tc.what, got, tc.want)
+		if got, _ := Quota(tc.nodes, nil); DescribeQuota(got) != tc.want {
+			t.Errorf("%s: quota %s, want %s", tc.what, DescribeQuota(got), tc.want)
 		}
+	}
+}
+
+// The quota is what the nodes can still run: the requests of the pods outside Kueue (the
+// cluster's own, any not admitted by Kueue) come off their node's allocatable; Kueue's own
+// admitted pods, finished pods, pods on a node left out and pods not yet scheduled do not.
+func TestQuotaLeavesOutWhatPodsOutsideKueueRequest(t *testing.T) {
+	cp := node("cp", "2", "8Gi", func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	pod := func(node, cpu string, edit ...func(*corev1.Pod)) corev1.Pod {
+		p := corev1.Pod{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+		for _, e := range edit {
+			e(&p)
+		}
+		return p
+	}
+	admitted := func(p *corev1.Pod) { p.Labels = map[string]string{PodSetLabel: "master"} }
+	done := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	initBig := func(p *corev1.Pod) {
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m")}}}}
+	}
+	sidecar := func(p *corev1.Pod) {
+		always := corev1.ContainerRestartPolicyAlways
+		p.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}
+	}
+	nodes := []corev1.Node{cp, node("w", "2", "8Gi")}
+	pods := []corev1.Pod{
+		pod("cp", "500m"),          // on the control plane, left out with it
+		pod("w", "100m"),           // coredns-like: taken
+		pod("w", "200m", initBig),  // an init container of 700m: 700m taken
+		pod("w", "150m", sidecar),  // a sidecar beside: 250m taken
+		pod("w", "400m", admitted), // Kueue's own: the quota holds it
+		pod("w", "300m", done),     // finished: holds nothing
+		pod("", "900m"),            // not scheduled yet: holds no node
+	}
+	quota, taken := Quota(nodes, pods)
+	if got, want := DescribeQuota(quota), "cpu 950m, memory 5Gi"; got != want || taken != 3 {
+		t.Errorf("quota %s, %d pods taken; want %s, 3", got, taken, want)
+	}
+	full := []corev1.Pod{pod("w", "1500m"), pod("w", "1"), pod("w", "1")}
+	if quota, _ := Quota(nodes, full); DescribeQuota(quota) != "cpu 0, memory 5Gi" {
+		t.Errorf("a node asked for more than it has: quota %s, want cpu 0", DescribeQuota(quota))
 	}
 }
 
 // The default queues as Kueue reads them: the ClusterQueue's one resource group covers the
 // quota's resources in the default flavor, for every namespace; the LocalQueue points at it.
 func TestQueues(t *testing.T) {
-	quota := Quota([]corev1.Node{node("a", "4", "16Gi", func(n *corev1.Node) { n.Status.Allocatable[GPU] = resource.MustParse("1") })})
+	quota, _ := Quota([]corev1.Node{node("a", "4", "16Gi", func(n *corev1.Node) { n.Status.Allocatable[GPU] = resource.MustParse("1") })}, nil)
 	objs := Queues(quota)
 	var kinds []string
 	for _, o := range objs {

@@ -16,21 +16,25 @@ const APIVersion = "kueue.x-k8s.io/v1beta2"
 // GPU is the resource of NVIDIA's GPUs, counted into the quota when the nodes have any.
 const GPU corev1.ResourceName = "nvidia.com/gpu"
 
-// Quota is the nominal quota of the ClusterQueue: the sum of the allocatable cpu and memory of
-// the nodes pods can be scheduled on (not cordoned, no NoSchedule or NoExecute taint: a
-// multi-node cluster's control plane is left out), and of their nvidia.com/gpu when they have
-// any; memory rounded down to whole mebibytes. The cluster's own pods (Kueue's, the operator's, kube-system's) use some of it, outside
-// any queue.
-func Quota(nodes []corev1.Node) corev1.ResourceList {
+// Quota is the nominal quota of the ClusterQueue: what the nodes pods can be scheduled on (not
+// cordoned, no NoSchedule or NoExecute taint: a multi-node cluster's control plane is left out)
+// can still run. That is their allocatable cpu and memory (and nvidia.com/gpu when they have
+// any), less what the pods outside any queue request there: the cluster's own (kube-system's,
+// the operator's, Kueue's) and any other not admitted by Kueue. A quota of the whole allocatable
+// admitted jobs that no node could then schedule, holding the quota until Kueue evicted them.
+// Memory is rounded down to whole mebibytes. It returns how many pods it took away.
+func Quota(nodes []corev1.Node, pods []corev1.Pod) (corev1.ResourceList, int) {
 	sum := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.Quantity{Format: resource.DecimalSI},
 		corev1.ResourceMemory: resource.Quantity{Format: resource.BinarySI},
 	}
 	gpus := resource.Quantity{Format: resource.DecimalSI}
+	counted := map[string]bool{}
 	for _, n := range nodes {
 		if !schedulable(n) {
 			continue
 		}
+		counted[n.Name] = true
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 			if q, ok := n.Status.Allocatable[name]; ok {
 				s := sum[name]
@@ -42,13 +46,81 @@ func Quota(nodes []corev1.Node) corev1.ResourceList {
 			gpus.Add(q)
 		}
 	}
-	if !gpus.IsZero() {
+	taken := 0
+	for _, p := range pods {
+		if !counted[p.Spec.NodeName] || !outOfQueue(p) {
+			continue
+		}
+		taken++
+		requests := podRequests(p)
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			s := sum[name]
+			s.Sub(requests[name])
+			sum[name] = s
+		}
+		gpus.Sub(requests[GPU])
+	}
+	for name, q := range sum {
+		if q.Sign() < 0 {
+			sum[name] = resource.Quantity{Format: q.Format}
+		}
+	}
+	if gpus.Sign() > 0 {
 		sum[GPU] = gpus
 	}
 	// Memory in whole mebibytes, down: kubelets report kibibytes, unwieldy to read.
 	mem := sum[corev1.ResourceMemory]
 	sum[corev1.ResourceMemory] = *resource.NewQuantity(mem.Value()/mebibyte*mebibyte, resource.BinarySI)
-	return sum
+	return sum, taken
+}
+
+// outOfQueue says whether pod holds its node's resources outside Kueue: running or waiting to,
+// and no pod of a workload Kueue admitted (which Kueue labels with its pod set).
+func outOfQueue(pod corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	_, admitted := pod.Labels[PodSetLabel]
+	return !admitted
+}
+
+// PodSetLabel is the label Kueue gives the pods of the workloads it admits.
+const PodSetLabel = "kueue.x-k8s.io/podset"
+
+// podRequests is what the scheduler reserves for a pod: its containers' requests and sidecars'
+// (init containers that keep running), or an init container's alone where that is more, and
+// the pod's overhead.
+func podRequests(pod corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	add := func(into corev1.ResourceList, l corev1.ResourceList) {
+		for name, q := range l {
+			s := into[name]
+			s.Add(q)
+			into[name] = s
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		add(out, c.Resources.Requests)
+	}
+	sidecars := corev1.ResourceList{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(out, c.Resources.Requests)
+			add(sidecars, c.Resources.Requests)
+			continue
+		}
+		// An init container runs beside the sidecars started before it.
+		alone := corev1.ResourceList{}
+		add(alone, sidecars)
+		add(alone, c.Resources.Requests)
+		for name, q := range alone {
+			if q.Cmp(out[name]) > 0 {
+				out[name] = q
+			}
+		}
+	}
+	add(out, pod.Spec.Overhead)
+	return out
 }
 
 const mebibyte = 1 << 20

@@ -191,14 +191,19 @@ func (u *up) waitKueue(ctx context.Context) error {
 	})
 }
 
-// applyQueues makes the default queues (kueue.Queues), the ClusterQueue's quota the nodes'.
+// applyQueues makes the default queues (kueue.Queues), the ClusterQueue's quota what the nodes
+// can still run; a later up sizes it again.
 func (u *up) applyQueues(ctx context.Context) error {
 	p := steps.From(ctx)
 	var list corev1.NodeList
 	if err := u.kube.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing the nodes: %w", err)
 	}
-	quota := kueue.Quota(list.Items)
+	var pods corev1.PodList
+	if err := u.kube.List(ctx, &pods); err != nil {
+		return fmt.Errorf("listing the pods: %w", err)
+	}
+	quota, taken := kueue.Quota(list.Items, pods.Items)
 	results, err := kueue.ApplyQueues(ctx, u.kube, kueue.Queues(quota))
 	if err != nil {
 		return err
@@ -210,7 +215,8 @@ func (u *up) applyQueues(ctx context.Context) error {
 			p.Printf("%s was changed by hand (%s): kept; delete it and run devctl up --kueue again for devctl's", kueue.Describe(r.Object), r.Conflict)
 		}
 	}
-	return steps.Done("%s; quota %s. Queue a job with the label %s: %s", strings.Join(said, ", "), kueue.DescribeQuota(quota), kueue.QueueLabel, kueue.LocalQueue)
+	return steps.Done("%s; quota %s: what the nodes can run beside the %d pods outside Kueue. Queue a job with the label %s: %s",
+		strings.Join(said, ", "), kueue.DescribeQuota(quota), taken, kueue.QueueLabel, kueue.LocalQueue)
 }
 
 // keepKueue says whether the operator runs its Kueue integration (--kueue): when --kueue is
