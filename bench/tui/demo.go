@@ -44,7 +44,11 @@ func demo(dir string, benchJobs int) error {
 	kubelet.SetLog("team-a", "mnist-retry-worker-1", tuifixture.TfJob.Container, true,
 		"step 4100 loss=0.0512",
 		"Killed")
-	fmt.Printf("control plane up; try:\n  go run ./tui/cmd/tfjob-tui --kubeconfig %s -n team-a\n(ctrl-c stops it)\n", c.Kubeconfig)
+	fmt.Printf("control plane up; try:\n  go run ./tui/cmd/tfjob-tui --kubeconfig %s -n team-a\n", c.Kubeconfig)
+	if benchJobs > 0 {
+		fmt.Printf("  go run ./bench/tui -reuse %s -jobs %d   # the benchmark on these jobs\n", c.Kubeconfig, benchJobs)
+	}
+	fmt.Println("(ctrl-c stops it)")
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig

@@ -6,6 +6,8 @@
 //	go run ./bench/tui            # the benchmark; -json FILE also writes the numbers
 //	go run ./bench/tui -demo      # a control plane with a few example jobs, to look at
 //	go run ./bench/tui -demo -jobs 500   # ... and the benchmark's jobs in namespace bench
+//	go run ./bench/tui -reuse KUBECONFIG -jobs 500   # the benchmark on the -demo's control
+//	                              # plane (the kubeconfig it prints), its jobs already made
 //
 // See docs/tui.md for the numbers and how they compare with k9s.
 package main
@@ -25,6 +27,7 @@ func main() {
 	flag.IntVar(&o.samples, "samples", 200, "status writes to time, per view")
 	flag.DurationVar(&o.idle, "idle", 60*time.Second, "how long to measure idle CPU, per view")
 	flag.StringVar(&o.json, "json", "", "also write the results to this file")
+	flag.StringVar(&o.kubeconfig, "reuse", "", "a kubeconfig: run the benchmark on its control plane (the one -demo -jobs N started and printed), whose namespace bench holds the N jobs already")
 	flag.Parse()
 
 	var err error
@@ -54,6 +57,7 @@ type options struct {
 	samples     int
 	idle        time.Duration
 	json        string
+	kubeconfig  string
 }
 
 func withDir(f func(dir string) error) error {
