@@ -9,13 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
@@ -32,7 +30,7 @@ type Client struct {
 	kinds  []*v1beta1.Kind
 	feed   *Feed
 
-	dyn    dynamic.Interface
+	jobs   map[string]*rest.RESTClient // by kind: their responses decode into rows (jobcodec.go)
 	core   corev1client.CoreV1Interface
 	events eventsv1client.EventsV1Interface
 }
@@ -41,9 +39,15 @@ type Client struct {
 func NewClient(cfg *rest.Config, target Target, kinds []*v1beta1.Kind, feed *Feed) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "tfjob-tui"
-	dyn, err := dynamic.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
+	}
+	jobs := map[string]*rest.RESTClient{}
+	for _, k := range kinds {
+		if jobs[k.Name], err = jobClient(cfg, hc, k); err != nil {
+			return nil, err
+		}
 	}
 	// Pods and events come as protobuf: less to decode and to hold while decoding.
 	pb := rest.CopyConfig(cfg)
@@ -57,7 +61,7 @@ func NewClient(cfg *rest.Config, target Target, kinds []*v1beta1.Kind, feed *Fee
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, target: target, kinds: kinds, feed: feed, dyn: dyn, core: core, events: events}, nil
+	return &Client{cfg: cfg, target: target, kinds: kinds, feed: feed, jobs: jobs, core: core, events: events}, nil
 }
 
 // Target is where the client looks.
@@ -72,16 +76,26 @@ func (c *Client) Next(ctx context.Context) (Batch, bool) { return c.feed.Next(ct
 // WatchJobs watches the jobs of every served kind until ctx is done.
 func (c *Client) WatchJobs(ctx context.Context) {
 	for _, k := range c.kinds {
-		res := c.dyn.Resource(k.GVR()).Namespace(c.target.Namespace)
+		rc, ns := c.jobs[k.Name], c.target.Namespace
+		req := func(o metav1.ListOptions) *rest.Request {
+			return rc.Get().NamespaceIfScoped(ns, ns != "").Resource(k.Plural).VersionedParams(&o, metav1.ParameterCodec)
+		}
 		c.run(ctx, watchSpec{
 			source: k.CRD() + " in " + c.target.Scope(),
 			kind:   k.Name,
 			need:   Access{Verbs: []string{"list", "watch"}, Resource: k.CRD(), Namespace: c.target.Namespace},
 			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return res.List(ctx, o)
+				l := &JobList{}
+				if err := req(o).Do(ctx).Into(l); err != nil {
+					return nil, err
+				}
+				return l, nil
 			},
-			watch:     res.Watch,
-			objType:   &unstructured.Unstructured{},
+			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.Watch = true
+				return req(o).Watch(ctx)
+			},
+			objType:   &Job{},
 			transform: jobTransform(k.Name),
 			upsert: func(obj any) {
 				c.feed.Send(JobUpserted{Job: obj.(*Job)})

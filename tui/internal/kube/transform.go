@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"encoding/json"
-
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,14 +25,35 @@ func jobTransform(kind string) func(any) (any, error) {
 	}
 }
 
-// JobFrom makes the row of a job object: its metadata and status, and whether the operator and
-// devctl can read it (Unreadable). It never fails: a transform's error would fail the list of
-// every job of the kind, over and over, so a job that cannot be read is a row that says so.
-// The spec, with its pod templates, is not kept.
+// JobFrom makes the row of a job object (see jobRow). The watches decode rows straight from
+// the apiserver's JSON (jobCodec); this is the same for an object already decoded.
 func JobFrom(kind string, u *unstructured.Unstructured) *Job {
-	j := &Job{ObjectMeta: meta(u), Kind: kind}
-	st, why := readJob(kind, u)
-	j.Unreadable = why
+	k := v1beta1.KindNamed(kind)
+	if k == nil {
+		return &Job{ObjectMeta: meta(u), Kind: kind, Unreadable: "tfjob-tui does not know the kind " + kind}
+	}
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return &Job{ObjectMeta: meta(u), Kind: kind, Unreadable: "cannot encode it again: " + err.Error()}
+	}
+	job, err := decodeJob(k, data)
+	if err != nil {
+		return &Job{ObjectMeta: meta(u), Kind: kind, Unreadable: err.Error()}
+	}
+	return jobRow(kind, job)
+}
+
+// jobRow makes the row of a job decoded into its kind's Go type: its metadata and status, and
+// whether the operator and devctl can read it (Unreadable). A job that cannot be read is a row
+// that says so, never an error: an error would fail the list of every job of the kind, over
+// and over. The spec, with its pod templates, is not kept.
+func jobRow(kind string, job v1beta1.Job) *Job {
+	j := &Job{ObjectMeta: meta(job), Kind: kind, Unreadable: job.Unreadable()}
+	if job.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+		// The bookmark that ends a watch's initial events: the reflector looks for this.
+		j.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	st := job.JobStatus()
 	j.State, j.Phase = string(st.State), string(st.Phase)
 	j.Replicas, j.Restarts = st.Replicas, st.Restarts
 	for _, c := range st.Conditions {
@@ -47,25 +66,6 @@ func JobFrom(kind string, u *unstructured.Unstructured) *Job {
 		j.Tensorboard = &Tensorboard{ServiceName: tb.ServiceName, URL: tb.URL, ProxyPath: tb.ProxyPath, Ready: tb.Ready}
 	}
 	return j
-}
-
-// readJob decodes the object into its kind's Go type, as the operator and devctl do, and
-// returns its status and why it could not be read whole ("" when it could). An unreadable job
-// keeps the status when that reads (v1beta1.Job.Unreadable).
-func readJob(kind string, u *unstructured.Unstructured) (v1beta1.JobStatus, string) {
-	k := v1beta1.KindNamed(kind)
-	if k == nil {
-		return v1beta1.JobStatus{}, "tfjob-tui does not know the kind " + kind
-	}
-	data, err := u.MarshalJSON()
-	if err != nil {
-		return v1beta1.JobStatus{}, "cannot encode it again: " + err.Error()
-	}
-	job := k.New()
-	if err := json.Unmarshal(data, job); err != nil {
-		return v1beta1.JobStatus{}, err.Error()
-	}
-	return *job.JobStatus(), job.Unreadable()
 }
 
 func replicaTransform(container string) func(any) (any, error) {
