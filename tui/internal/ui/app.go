@@ -168,7 +168,6 @@ func (m Model) listen() tea.Cmd {
 // Update applies a message.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmds []tea.Cmd
-	ticked := false
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -177,7 +176,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case kube.Batch:
 		if !msg.At.IsZero() {
 			m.now = msg.At
-			ticked = true
 		}
 		for _, x := range msg.Msgs {
 			cmds = append(cmds, m.apply(x))
@@ -187,7 +185,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.seq != m.tickSeq {
 			return m, nil
 		}
-		m.now, m.tickAt, ticked = msg.at, time.Time{}, true
+		m.now, m.tickAt = msg.at, time.Time{}
 	case flashDoneMsg:
 		if msg.seq == m.flashSeq {
 			m.flash = ""
@@ -204,9 +202,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.layout()
 	if m.jobs.dirty {
 		m.jobs.rebuild(m.now)
-	} else if ticked {
-		m.jobs.refresh(m.now)
 	}
+	m.jobs.showAges(m.now) // the clock ticked, or other rows came into view
 	if m.screen != screenJobs {
 		m.job.rebuild(m.now, m.jobs.jobs[m.job.key])
 	}

@@ -164,22 +164,44 @@ func listState(j *kube.Job) string {
 	return state
 }
 
-// refresh redraws the rows (their ages change with the clock).
+// refresh redraws every row, after the list changed.
 func (l *jobList) refresh(now time.Time) {
 	rows := make([][]string, len(l.shown))
 	for i, j := range l.shown {
-		state := listState(j)
-		ready := j.Replicas
-		if ready == "" {
-			ready = "-"
-		}
-		r := []string{j.Name, j.Kind, state, ready, fmt.Sprint(j.Restarts), age(now, j.CreationTimestamp.Time)}
-		if l.allNS {
-			r = append([]string{j.Namespace}, r...)
-		}
-		rows[i] = r
+		rows[i] = l.row(j, now)
 	}
 	l.table.setRows(rows)
+}
+
+// row is a job's row; its age is the last cell.
+func (l *jobList) row(j *kube.Job, now time.Time) []string {
+	ready := j.Replicas
+	if ready == "" {
+		ready = "-"
+	}
+	r := []string{j.Name, j.Kind, listState(j), ready, fmt.Sprint(j.Restarts), age(now, j.CreationTimestamp.Time)}
+	if l.allNS {
+		r = append([]string{j.Namespace}, r...)
+	}
+	return r
+}
+
+// showAges brings the ages of the rows on screen up to now. Only theirs: a row's age is
+// brought up to date when it comes into view, so the clock's tick costs a screenful of rows,
+// not one per job (5,000 jobs created over minutes see an age change every second or so).
+func (l *jobList) showAges(now time.Time) {
+	lo, hi := l.table.visible()
+	changed := false
+	for i := lo; i < hi && i < len(l.shown); i++ {
+		r := l.table.rows[i]
+		if a := age(now, l.shown[i].CreationTimestamp.Time); r[len(r)-1] != a {
+			r[len(r)-1] = a
+			changed = true
+		}
+	}
+	if changed {
+		l.table.layout()
+	}
 }
 
 func (l *jobList) matchText(j *kube.Job) string {
@@ -204,10 +226,12 @@ func unreadable(j *kube.Job) string {
 	return ""
 }
 
-// nextTick is when the next age shown changes; 0 when none is shown.
+// nextTick is when the next age on screen changes; 0 when none is shown. The ages of the rows
+// out of view do not count: they are brought up to date when they come into view (showAges).
 func (l *jobList) nextTick(now time.Time) time.Duration {
 	var next time.Duration
-	for _, j := range l.shown {
+	lo, hi := l.table.visible()
+	for _, j := range l.shown[lo:min(hi, len(l.shown))] {
 		if d := nextAgeChange(now, j.CreationTimestamp.Time); d > 0 && (next == 0 || d < next) {
 			next = d
 		}

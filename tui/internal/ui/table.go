@@ -43,6 +43,9 @@ func newTable(cols []column, st styles, withCursor bool) table {
 }
 
 func (t *table) setSize(w, h int) {
+	if w == t.width && max(h, 0) == t.height {
+		return // the layout is the same: every update sizes the tables
+	}
 	t.width, t.height = w, max(h, 0)
 	t.layout()
 	t.scroll()
@@ -63,6 +66,11 @@ func (t *table) setCursor(i int) {
 	}
 	t.cursor = clamp(i, 0, max(len(t.rows)-1, 0))
 	t.scroll()
+}
+
+// visible is the range of rows on screen: [lo, hi).
+func (t *table) visible() (lo, hi int) {
+	return t.offset, min(t.offset+t.height, len(t.rows))
 }
 
 func (t *table) move(delta int) { t.setCursor(t.cursor + delta) }
