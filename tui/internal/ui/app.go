@@ -202,6 +202,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	m.layout()
 	if m.jobs.dirty {
 		m.jobs.rebuild(m.now)
+	} else {
+		m.jobs.redrawChanged(m.now)
 	}
 	m.jobs.showAges(m.now) // the clock ticked, or other rows came into view
 	if m.screen != screenJobs {

@@ -56,3 +56,34 @@ func rowSays(screen, job, s string) bool {
 	}
 	return false
 }
+
+// A job's new status shows in its row (drawn again alone when the job stays where it is), and
+// a change that takes a job out of the filter, or into it, takes its row away, or brings it.
+func TestChangedJobsRedraw(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 21, 23, 45, 0, time.UTC)
+	m := New(Config{Target: kube.Target{Namespace: "team-a"}, Kinds: kube.Kinds, NoColor: true, Now: t0, FrozenClock: true})
+	update := func(msg tea.Msg) string {
+		next, _ := m.Update(msg)
+		m = next.(Model)
+		return ansi.Strip(m.Render())
+	}
+	mk := func(name, state string, restarts int32) kube.JobUpserted {
+		return kube.JobUpserted{Job: &kube.Job{Kind: "TfJob", State: state, Restarts: restarts,
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", CreationTimestamp: metav1.NewTime(t0)}}}
+	}
+	update(tea.WindowSizeMsg{Width: 80, Height: 12})
+	update(kube.Batch{At: t0, Msgs: []any{mk("a", "Running", 0), mk("b", "Running", 0), mk("c", "Running", 0)}})
+	update(tea.KeyPressMsg{Code: 'j', Text: "j"}) // the cursor on b
+	s := update(kube.Batch{At: t0, Msgs: []any{mk("b", "Restarting", 7)}})
+	if !strings.Contains(s, "Restarting") || !strings.Contains(s, " 7 ") {
+		t.Fatalf("b's new status is not shown:\n%s", s)
+	}
+	if j := m.jobs.selected(); j == nil || j.Name != "b" {
+		t.Fatalf("the cursor left b: %v", j)
+	}
+	m.jobs.setFilter("running")
+	update(kube.Batch{At: t0})
+	if s := update(kube.Batch{At: t0, Msgs: []any{mk("a", "Failed", 0), mk("b", "Running", 0)}}); strings.Contains(s, " a ") || !strings.Contains(s, " b ") || !strings.Contains(s, "(2/3)") {
+		t.Fatalf("a failed job still passes the filter running, or a running one does not:\n%s", s)
+	}
+}
