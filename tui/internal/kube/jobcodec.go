@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -148,5 +149,41 @@ func (watchEventCodec) Decode(data []byte, _ *schema.GroupVersionKind, into runt
 		return nil, nil, fmt.Errorf("a watch stream decodes into watch events, not %T", into)
 	}
 	*e = metav1.WatchEvent{}
+	if typ, obj, ok := splitWatchEvent(data); ok {
+		e.Type, e.Object.Raw = typ, obj
+		return e, nil, nil
+	}
 	return e, nil, json.Unmarshal(data, e)
+}
+
+// splitWatchEvent takes a watch event as the apiserver writes it, {"type":"ADDED","object":
+// {...}}, apart without reading the object: encoding/json would read it twice (to check it,
+// then to skip it) before jobCodec reads it once more, a third of the dashboard's CPU at start.
+// The object is checked where it is decoded. ok is false for any other form, which
+// encoding/json then reads.
+func splitWatchEvent(data []byte) (typ string, obj []byte, ok bool) {
+	d := bytes.TrimSpace(data)
+	rest, found := bytes.CutPrefix(d, []byte(`{"type":"`))
+	if !found {
+		return "", nil, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i <= 0 {
+		return "", nil, false
+	}
+	for _, c := range rest[:i] {
+		if c < 'A' || c > 'Z' { // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+			return "", nil, false
+		}
+	}
+	typ = string(rest[:i])
+	body, found := bytes.CutPrefix(rest[i+1:], []byte(`,"object":`))
+	if !found || !bytes.HasSuffix(body, []byte("}")) {
+		return "", nil, false
+	}
+	body = bytes.TrimSpace(body[:len(body)-1])
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
+		return "", nil, false
+	}
+	return typ, bytes.Clone(body), true // the frame's buffer is reused for the next event
 }

@@ -55,3 +55,26 @@ func TestJobCodec(t *testing.T) {
 		t.Errorf("status: %#v", obj)
 	}
 }
+
+// A watch event is taken apart without reading its object (splitWatchEvent); forms other than
+// the apiserver's are read by encoding/json, to the same event.
+func TestWatchEventCodec(t *testing.T) {
+	obj := `{"kind":"TfJob","metadata":{"name":"a","annotations":{"x":"}\"object\":{"}}}`
+	for _, frame := range []string{
+		`{"type":"MODIFIED","object":` + obj + `}` + "\n",
+		`{ "type": "MODIFIED", "object": ` + obj + ` }`,
+		`{"object":` + obj + `,"type":"MODIFIED"}`,
+	} {
+		var e metav1.WatchEvent
+		if _, _, err := (watchEventCodec{}).Decode([]byte(frame), nil, &e); err != nil {
+			t.Fatalf("%s: %v", frame, err)
+		}
+		if e.Type != "MODIFIED" || string(e.Object.Raw) != obj {
+			t.Errorf("%s: type %q, object %s", frame, e.Type, e.Object.Raw)
+		}
+	}
+	var e metav1.WatchEvent
+	if _, _, err := (watchEventCodec{}).Decode([]byte(`{"type":"ADDED","object":`), nil, &e); err == nil {
+		t.Errorf("a cut event decoded: %+v", e)
+	}
+}
