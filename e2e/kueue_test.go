@@ -104,7 +104,8 @@ func TestKueue(t *testing.T) {
 // wholeQuota runs a job that asks for all of devctl's ClusterQueue's cpu quota, sized again by
 // a second devctl up --kueue to what the node can run now: Kueue admits it, and the scheduler
 // finds room for every pod. A quota of the node's whole allocatable would admit a job that no
-// node can hold (its pods Unschedulable until Kueue evicts it).
+// node can hold (its pods Unschedulable until Kueue evicts it, again and again: --timeout ends
+// the wait).
 func wholeQuota(t *testing.T, c client.Client, ns string) {
 	ctx := context.Background()
 	if _, _, err := run(t, "up", "--name", name, "--kueue", "--kueue-pods-ready-timeout=40s"); err != nil {
@@ -131,7 +132,7 @@ spec:
     template:
       spec:%s
 `, replicajob.QueueLabel, container, container))
-	r := devctlRun(t, "run", file, "-n", ns, "--pending-timeout", "90s")
+	r := devctlRun(t, "run", file, "-n", ns, "--pending-timeout", "90s", "--timeout", "3m")
 	if r.code != 0 {
 		t.Fatalf("a job of two %s replicas in a quota of cpu %s: devctl run exited %d:\n%s", half, quota.String(), r.code, r.out)
 	}
