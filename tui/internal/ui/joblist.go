@@ -24,7 +24,7 @@ type jobList struct {
 	allNS   bool
 	table   table
 	dirty   bool // the rows must be filtered and sorted again
-	started bool // the first sync is in
+	started bool // the rows were last drawn with every kind's first list in
 	// pos is each shown job's row, as of the last rebuild; changed are the rows whose job
 	// changed since in a way that leaves it in its place (a status), to draw again alone.
 	pos     map[kube.JobKey]int
@@ -124,10 +124,13 @@ func (l *jobList) selected() *kube.Job {
 	return nil
 }
 
-// rebuild filters, sorts and redraws the rows, keeping the cursor on the job it was on.
+// rebuild filters, sorts and redraws the rows, keeping the cursor on the job it was on. While
+// the first lists come in, a cursor on the top row stays on the top row: the jobs arrive in no
+// order, and keeping it on whichever came first left the first screen on a job somewhere in
+// the middle of 5,000.
 func (l *jobList) rebuild(now time.Time) {
 	var keep *kube.JobKey
-	if j := l.selected(); j != nil {
+	if j := l.selected(); j != nil && (l.table.cursor > 0 || l.started) {
 		k := j.Key()
 		keep = &k
 	}
@@ -159,6 +162,7 @@ func (l *jobList) rebuild(now time.Time) {
 		l.pos[j.Key()] = i
 	}
 	l.changed = l.changed[:0]
+	l.started = !l.loading()
 	if keep != nil {
 		if i, ok := l.pos[*keep]; ok {
 			l.table.setCursor(i)

@@ -87,3 +87,39 @@ func TestChangedJobsRedraw(t *testing.T) {
 		t.Fatalf("a failed job still passes the filter running, or a running one does not:\n%s", s)
 	}
 }
+
+// While the first lists come in, in no order, the cursor stays on the top row, and the first
+// screen is the top of the list; once they are in, the cursor stays on its job.
+func TestCursorStaysOnTopWhileLoading(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 21, 23, 45, 0, time.UTC)
+	m := New(Config{Target: kube.Target{Namespace: "team-a"}, Kinds: kube.Kinds, NoColor: true, Now: t0, FrozenClock: true})
+	update := func(msg tea.Msg) string {
+		next, _ := m.Update(msg)
+		m = next.(Model)
+		return ansi.Strip(m.Render())
+	}
+	mk := func(i int) any {
+		return kube.JobUpserted{Job: &kube.Job{Kind: "TfJob", ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("job-%03d", i), Namespace: "team-a", CreationTimestamp: metav1.NewTime(t0)}}}
+	}
+	update(tea.WindowSizeMsg{Width: 80, Height: 12})
+	update(kube.Batch{At: t0, Msgs: []any{mk(150)}}) // the first to arrive
+	var rest []any
+	for i := range 200 {
+		if i != 150 {
+			rest = append(rest, mk(i))
+		}
+	}
+	for _, k := range kube.Kinds {
+		rest = append(rest, kube.JobsSynced{Kind: k.Name})
+	}
+	s := update(kube.Batch{At: t0, Msgs: rest})
+	if j := m.jobs.selected(); j == nil || j.Name != "job-000" || !strings.Contains(s, " job-000 ") {
+		t.Fatalf("the cursor is on %v, not the top row job-000:\n%s", j, s)
+	}
+	update(tea.KeyPressMsg{Code: 'j', Text: "j"})
+	update(kube.Batch{At: t0, Msgs: []any{kube.JobDeleted{Key: kube.JobKey{Kind: "TfJob", Namespace: "team-a", Name: "job-000"}}}})
+	if j := m.jobs.selected(); j == nil || j.Name != "job-001" {
+		t.Fatalf("once loaded, the cursor left its job: %v", j)
+	}
+}
