@@ -37,10 +37,12 @@ type Options struct {
 }
 
 // FrameRate caps how often the screen is written. Bubble Tea's renderer wakes this often
-// whether or not anything changed; each wake-up costs ~0.01% of a core on a small VM, so 60
-// frames a second alone cost more than the whole idle budget (0.5%). At 30 a change waits at
-// most 33 ms for its frame.
-const FrameRate = 30
+// whether or not anything changed, and with the job list's clock redrawing only what is on
+// screen those wake-ups are nearly all an idle dashboard does: at 5,000 jobs on a 2-core VM
+// the idle job list took 0.43-0.57% of a core at 30 frames a second, 0.27-0.37% at 20, against
+// a budget of 0.5% (bench/tui, docs/performance.md). At 20 a change waits at most 50 ms for
+// its frame, within the 100 ms the change-to-screen p99 may take.
+const FrameRate = 20
 
 // Hooks let a benchmark look at the program from inside.
 type Hooks struct {
