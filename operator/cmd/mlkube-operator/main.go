@@ -20,10 +20,11 @@ import (
 )
 
 // defaultMemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT says otherwise.
-// At N=1000 (make bench) the live heap peaks near 36 MB; 72 MiB leaves the collector room
-// enough that it costs no more CPU than 96 MiB did before the operator allocated half as much
-// (docs/performance.md, "The operator at scale"); 64 MiB cost 1.2-1.4 times the CPU.
-const defaultMemoryLimit = 72 << 20
+// At N=1000 (make bench) the live heap peaks near 36 MB; 68 MiB keeps the peak RSS, with the
+// binary's 34-35 MiB, within 100 MiB, at some 10% more operator CPU than 72 MiB (which peaked
+// at 100-103 MiB); 64 MiB cost 1.2-1.4 times the CPU (docs/performance.md, "The operator at
+// scale").
+const defaultMemoryLimit = 68 << 20
 
 // apiserverWait bounds how long the operator waits for the apiserver to answer before it
 // starts (and fails, saying why, if it still does not).
