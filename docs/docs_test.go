@@ -24,11 +24,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mlkube/mlkube/operator"
 	"github.com/mlkube/mlkube/operator/admission"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/config"
 	"github.com/mlkube/mlkube/operator/replicajob"
 )
 
@@ -810,33 +810,12 @@ func celMessages(t *testing.T) map[string]bool {
 		t.Fatalf("want a CRD per kind in operator/config/crd/bases, found %v (%v)", files, err)
 	}
 	out := map[string]bool{}
-	var walk func(s *apiextensionsv1.JSONSchemaProps)
-	walk = func(s *apiextensionsv1.JSONSchemaProps) {
-		if s == nil {
-			return
-		}
-		for _, v := range s.XValidations {
-			out[v.Message] = true
-		}
-		for _, p := range s.Properties {
-			walk(&p)
-		}
-		if s.Items != nil {
-			walk(s.Items.Schema)
-		}
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, k := range v1beta1.Kinds {
+		crd, err := config.CRD(k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range crd.Spec.Versions {
-			walk(v.Schema.OpenAPIV3Schema)
-		}
+		config.EachRule(crd, func(_ string, r apiextensionsv1.ValidationRule) { out[r.Message] = true })
 	}
 	if len(out) < 10 {
 		t.Fatalf("only %d rule messages in the CRDs", len(out))

@@ -115,23 +115,7 @@ func wholeQuota(t *testing.T, c client.Client, ns string) {
 	must(t, c.Get(ctx, client.ObjectKey{Name: "mlkube"}, &cq))
 	quota := quotaCPU(t, &cq)
 	half := fmt.Sprintf("%dm", quota.MilliValue()/2)
-	container := trainer("--step-delay=100ms") + `
-          resources: {requests: {cpu: ` + half + `}}`
-	file := manifest(t, fmt.Sprintf(`
-apiVersion: mlkube.io/v1beta1
-kind: TfJob
-metadata:
-  name: whole
-  labels: {%s: cluster}
-spec:
-  replicaSpecs:
-  - tfReplicaType: MASTER
-    template:
-      spec:%s
-  - tfReplicaType: WORKER
-    template:
-      spec:%s
-`, replicajob.QueueLabel, container, container))
+	file := tfJobOf(t, "whole", replicajob.QueueLabel+": cluster", half, "--step-delay=100ms")
 	r := devctlRun(t, "run", file, "-n", ns, "--pending-timeout", "90s", "--timeout", "3m")
 	if r.code != 0 {
 		t.Fatalf("a job of two %s replicas in a quota of cpu %s: devctl run exited %d:\n%s", half, quota.String(), r.code, r.out)
@@ -354,8 +338,14 @@ func queuedJob(t *testing.T, name, queue, priority string, args ...string) strin
 	if priority != "" {
 		labels += ", kueue.x-k8s.io/priority-class: " + priority
 	}
+	return tfJobOf(t, name, labels, "100m", args...)
+}
+
+// tfJobOf is a TfJob of a MASTER and a WORKER, each asking for cpu, with labels ("k: v, ...").
+func tfJobOf(t *testing.T, name, labels, cpu string, args ...string) string {
+	t.Helper()
 	container := trainer(args...) + `
-          resources: {requests: {cpu: 100m}}`
+          resources: {requests: {cpu: ` + cpu + `}}`
 	return manifest(t, fmt.Sprintf(`
 apiVersion: mlkube.io/v1beta1
 kind: TfJob

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
+	"github.com/mlkube/mlkube/operator/config"
 )
 
 // The committed CRDs carry the shared rules as this program writes them: running it again
@@ -52,32 +54,14 @@ func TestSharedRulesAreStatedOnce(t *testing.T) {
 			}
 		}
 	}
-	crds, _ := filepath.Glob("../../operator/config/crd/bases/*.yaml")
-	for _, f := range crds {
-		data, err := os.ReadFile(f)
+	for _, k := range v1beta1.Kinds {
+		crd, err := config.CRD(k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var crd apiextensionsv1.CustomResourceDefinition
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			t.Fatal(err)
-		}
+		f := config.CRDFile(k)
 		count := map[string]int{}
-		var walk func(s *apiextensionsv1.JSONSchemaProps)
-		walk = func(s *apiextensionsv1.JSONSchemaProps) {
-			for _, r := range s.XValidations {
-				count[r.Rule]++
-			}
-			for _, p := range s.Properties {
-				walk(&p)
-			}
-			if s.Items != nil && s.Items.Schema != nil {
-				walk(s.Items.Schema)
-			}
-		}
-		for _, v := range crd.Spec.Versions {
-			walk(v.Schema.OpenAPIV3Schema)
-		}
+		config.EachRule(crd, func(_ string, r apiextensionsv1.ValidationRule) { count[r.Rule]++ })
 		for _, r := range slices.Concat(NameRules, GroupRules) {
 			if count[r.Rule] != len(crd.Spec.Versions) {
 				t.Errorf("%s holds the rule %s %d times, want once a version", f, r.Rule, count[r.Rule])

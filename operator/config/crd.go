@@ -31,3 +31,31 @@ func CRD(k *v1beta1.Kind) (*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	return &crd, nil
 }
+
+// EachRule calls f with every CEL rule of crd, in every version, and the path of the schema that
+// holds it ("v1beta1.spec.replicaSpecs[]"): what tests read to say which rules a CRD states.
+func EachRule(crd *apiextensionsv1.CustomResourceDefinition, f func(path string, r apiextensionsv1.ValidationRule)) {
+	var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
+	walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
+		if s == nil {
+			return
+		}
+		for _, r := range s.XValidations {
+			f(path, r)
+		}
+		for name, p := range s.Properties {
+			walk(path+"."+name, &p)
+		}
+		if s.Items != nil {
+			walk(path+"[]", s.Items.Schema)
+		}
+		if s.AdditionalProperties != nil {
+			walk(path+"{}", s.AdditionalProperties.Schema)
+		}
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Schema != nil {
+			walk(v.Name, v.Schema.OpenAPIV3Schema)
+		}
+	}
+}

@@ -206,26 +206,11 @@ func TestStatusWritesRunNoRuleOnChanges(t *testing.T) {
 	for _, k := range v1beta1.Kinds {
 		crd, err := config.CRD(k)
 		jobtest.Must(t, err)
-		var walk func(path string, s *apiextensionsv1.JSONSchemaProps)
-		walk = func(path string, s *apiextensionsv1.JSONSchemaProps) {
-			for _, r := range s.XValidations {
-				if strings.Contains(r.Rule, "oldSelf") {
-					t.Errorf("%s: %s has a rule on changes, which status writes would run: %s", k.Name, path, r.Rule)
-				}
+		config.EachRule(crd, func(path string, r apiextensionsv1.ValidationRule) {
+			if strings.Contains(r.Rule, "oldSelf") {
+				t.Errorf("%s: %s has a rule on changes, which status writes would run: %s", k.Name, path, r.Rule)
 			}
-			for name, p := range s.Properties {
-				walk(path+"."+name, &p)
-			}
-			if s.Items != nil && s.Items.Schema != nil {
-				walk(path+"[]", s.Items.Schema)
-			}
-			if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-				walk(path+"{}", s.AdditionalProperties.Schema)
-			}
-		}
-		for _, v := range crd.Spec.Versions {
-			walk(v.Name, v.Schema.OpenAPIV3Schema)
-		}
+		})
 	}
 	for _, r := range admission.Policy().Spec.MatchConstraints.ResourceRules {
 		for _, res := range r.Resources {
