@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/internal/jobtest"
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -175,7 +175,7 @@ type fakeLogs struct {
 func useFakeLogs(t *testing.T, starts map[string]time.Time) *fakeLogs {
 	f := &fakeLogs{starts: starts}
 	old := newLogSource
-	newLogSource = func(kubernetes.Interface) follow.LogSource { return f }
+	newLogSource = func(kubernetes.Interface) jobwatch.LogSource { return f }
 	t.Cleanup(func() { newLogSource = old })
 	return f
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -91,7 +92,7 @@ func Logs(ctx context.Context, o LogsOptions, out, status io.Writer) error {
 	shown := 0
 	for _, p := range pods {
 		replica := follow.ReplicaOf(&p)
-		if !follow.HasLog(&p) {
+		if !jobwatch.HasLog(&p) {
 			fmt.Fprint(status, printer.StateLine(replica, "no log yet: %s", follow.PodState(&p)))
 			continue
 		}
@@ -186,4 +187,4 @@ func replicaPods(ctx context.Context, c client.Client, job client.Object, replic
 
 // newLogSource reads logs from the kubelets through the apiserver; tests, whose apiserver has
 // no kubelet behind it, put a fake in its place.
-var newLogSource = func(kube kubernetes.Interface) follow.LogSource { return follow.KubeLogs{Kube: kube} }
+var newLogSource = func(kube kubernetes.Interface) jobwatch.LogSource { return jobwatch.KubeLogs{Pods: kube.CoreV1()} }

@@ -1,9 +1,10 @@
-// Package follow follows a job (a TfJob or an MXJob) while it runs: each change of the job's
-// status and of its replicas' states as one line ("worker-1  Running -> Failed (exit code 137, Error)"), and the
-// logs of every replica, interleaved, each line prefixed with its replica ("worker-1 | ...").
-// Everything comes from watches (informers on the job and on its pods) and from following log
-// streams; nothing polls. A recreated pod (new UID) or a container restarted in place is a new
-// run whose log is read from its start; a run's log is read once, so no line is repeated.
+// Package follow follows a job, of any kind of the table, while it runs: each change of the
+// job's status and of its replicas' states as one line ("worker-1  Running -> Failed (exit code
+// 137, Error)"), and the logs of every replica, interleaved, each line prefixed with its replica
+// ("worker-1 | ..."). Everything comes from watches (informers on the job and on its pods) and
+// from following log streams, both internal/jobwatch's, which the dashboard sees with too;
+// nothing polls. A recreated pod (new UID) or a container restarted in place is a new run whose
+// log is read from its start; a run's log is read once, so no line is repeated.
 package follow
 
 import (
@@ -18,14 +19,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -46,7 +46,7 @@ type Options struct {
 	States bool
 	Status io.Writer
 	// Logs, when set, streams the replicas' logs to Out.
-	Logs LogSource
+	Logs jobwatch.LogSource
 	Out  io.Writer
 	// Replica, when set, limits the logs to that replica ("worker-1").
 	Replica string
@@ -131,7 +131,7 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 		jobs:     newJobTracker(),
 		replicas: newReplicaTracker(),
 		names:    ReplicaNames(o.Job),
-		streams:  map[streamKey]*streamInfo{},
+		streams:  map[jobwatch.Run]*streamInfo{},
 		later:    map[types.UID]*corev1.Pod{},
 		res:      &Result{Job: o.Job},
 	}
@@ -179,21 +179,20 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 }
 
 // event is one change from the watches: the job or a pod, as it is now or as it was when
-// deleted; or a log stream that ended; or a broken stream's turn to be opened again.
+// deleted; or a log stream that ended; or a broken stream asking whether to open it again.
 type event struct {
 	job     client.Object
 	pod     *corev1.Pod
 	deleted bool
 	end     *streamEnd
-	reopen  *streamKey
+	again   *again
 }
 
+// streamInfo is what the loop knows of the stream of one run's log: whether it is being read.
+// A run's log is read once: a run with an entry is never opened again.
 type streamInfo struct {
-	active   bool
-	done     bool
-	attempts int
-	last     time.Time
-	replica  string
+	active  bool
+	replica string
 }
 
 type follower struct {
@@ -212,8 +211,7 @@ type follower struct {
 
 	streamCtx context.Context
 	wg        sync.WaitGroup
-	streams   map[streamKey]*streamInfo
-	reopening int
+	streams   map[jobwatch.Run]*streamInfo
 
 	allStartedSaid bool
 	ending         bool
@@ -269,9 +267,8 @@ func (f *follower) run(ctx context.Context) (*Result, error) {
 				f.onPod(e.pod, e.deleted)
 			case e.end != nil:
 				f.onStreamEnd(*e.end)
-			case e.reopen != nil:
-				f.reopening--
-				f.onReopen(*e.reopen)
+			case e.again != nil:
+				e.again.reply <- f.onAgain(e.again.run)
 			}
 		}
 		if f.ending && settle == nil {
@@ -353,7 +350,7 @@ func (f *follower) onPod(pod *corev1.Pod, deleted bool) {
 	if deleted || f.o.Logs == nil || (f.o.Replica != "" && replica != f.o.Replica) {
 		return
 	}
-	key, follow, ok := want(pod)
+	key, follow, ok := jobwatch.Current(pod)
 	if !ok {
 		return
 	}
@@ -397,15 +394,29 @@ func (f *follower) takeUpLater() {
 	}
 }
 
-func (f *follower) open(key streamKey, pod *corev1.Pod, follow bool) {
+func (f *follower) open(key jobwatch.Run, pod *corev1.Pod, follow bool) {
 	s := f.streams[key]
 	s.active = true
-	since := s.last
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		last, err := readLog(f.streamCtx, f.o.Logs, pod, s.replica, logOptions(pod, follow, since), since, f.merger)
-		f.send(event{end: &streamEnd{key: key, pod: pod, replica: s.replica, last: last, err: err}})
+		// Whether a broken stream is opened again is the loop's to say: it knows the pods.
+		ask := func() (bool, bool) {
+			a := &again{run: key, reply: make(chan againReply, 1)}
+			f.send(event{again: a})
+			select {
+			case r := <-a.reply:
+				return r.follow, r.ok
+			case <-f.streamCtx.Done():
+				return false, false
+			}
+		}
+		err := jobwatch.Follow(f.streamCtx, f.o.Logs, pod, follow, ask, func(lines []jobwatch.Line) {
+			for _, l := range lines {
+				f.merger.Add(logLine(s.replica, l))
+			}
+		})
+		f.send(event{end: &streamEnd{key: key, replica: s.replica, err: err}})
 	}()
 }
 
@@ -418,51 +429,26 @@ func (f *follower) send(e event) {
 }
 
 func (f *follower) onStreamEnd(e streamEnd) {
-	s := f.streams[e.key]
-	s.active = false
-	s.last = e.last
-	if e.err == nil || f.streamCtx.Err() != nil || gone(e.err) {
-		s.done = true
-		return
-	}
-	s.attempts++
-	if s.attempts > 5 {
-		s.done = true
+	f.streams[e.key].active = false
+	if e.err != nil && f.streamCtx.Err() == nil {
 		f.state(e.replica, "cannot read the log any more: %v", e.err)
-		return
 	}
-	// A broken stream (not the end of the log): open it again, after a pause, from where it
-	// broke.
-	f.reopening++
-	key := e.key
-	delay := time.Duration(s.attempts) * 500 * time.Millisecond
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		select {
-		case <-time.After(delay):
-			f.send(event{reopen: &key})
-		case <-f.streamCtx.Done():
-		}
-	}()
 }
 
-func (f *follower) onReopen(key streamKey) {
-	s := f.streams[key]
+// onAgain says whether a broken stream of run's log is to be opened again: only while run is
+// its replica's newest, and whether it is still being written.
+func (f *follower) onAgain(run jobwatch.Run) againReply {
+	s := f.streams[run]
 	pod := f.replicas.pods[s.replica]
-	if pod == nil || pod.UID != key.uid || f.replicas.states[s.replica].Phase == Deleted {
-		s.done = true
-		return
+	if pod == nil || pod.UID != run.Pod || f.replicas.states[s.replica].Phase == Deleted {
+		return againReply{}
 	}
-	now, follow, ok := want(pod)
-	f.open(key, pod, ok && now == key && follow)
+	now, follow, ok := jobwatch.Current(pod)
+	return againReply{follow: ok && now == run && follow, ok: true}
 }
 
 // idle says no log is being read or about to be.
 func (f *follower) idle() bool {
-	if f.reopening > 0 {
-		return false
-	}
 	for _, s := range f.streams {
 		if s.active {
 			return false
@@ -472,18 +458,14 @@ func (f *follower) idle() bool {
 }
 
 // watchJob starts informers on the job (by name) and on its replica pods (by label) that send
-// every change to events, and returns the cache they fill once it is in sync.
-func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache, error) {
+// every change to events, and returns a client to read the job once they are in sync.
+func watchJob(ctx context.Context, o Options, events chan<- event) (client.Client, error) {
 	kind := KindOf(o.Job)
-	podSel := kind.ReplicaPods(o.Job.GetName())
-	c, err := cache.New(o.Config, cache.Options{
-		Scheme:            o.Scheme,
-		DefaultNamespaces: map[string]cache.Config{o.Job.GetNamespace(): {}},
-		ByObject: map[client.Object]cache.ByObject{
-			kind.New():    {Field: fields.OneTermEqualSelector("metadata.name", o.Job.GetName())},
-			&corev1.Pod{}: {Label: podSel},
-		},
-	})
+	c, err := client.NewWithWatch(o.Config, client.Options{Scheme: o.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -493,41 +475,33 @@ func watchJob(ctx context.Context, o Options, events chan<- event) (cache.Cache,
 		case <-ctx.Done():
 		}
 	}
-	handler := func(obj any, deleted bool) {
-		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		switch o := obj.(type) {
-		case *corev1.Pod:
-			send(event{pod: o.DeepCopy(), deleted: deleted})
-		case client.Object:
-			if KindOf(o) == kind {
-				send(event{job: o.DeepCopyObject().(client.Object), deleted: deleted})
+	synced := make(chan struct{}, 2)
+	ns, name := o.Job.GetNamespace(), o.Job.GetName()
+	for _, src := range []jobwatch.Source{jobwatch.Job(c, kind, ns, name), jobwatch.Pods(kube.CoreV1().Pods(ns), kind, name)} {
+		handler := func(obj any, deleted bool) {
+			switch o := obj.(type) {
+			case *corev1.Pod:
+				send(event{pod: o, deleted: deleted})
+			case client.Object:
+				send(event{job: o, deleted: deleted})
 			}
 		}
+		jobwatch.Informer{
+			Source: src,
+			Upsert: func(obj any) { handler(obj, false) },
+			Remove: func(obj any) { handler(obj, true) },
+			Synced: func() { synced <- struct{}{} },
+		}.Run(ctx)
 	}
-	funcs := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { handler(obj, false) },
-		UpdateFunc: func(_, obj any) { handler(obj, false) },
-		DeleteFunc: func(obj any) { handler(obj, true) },
-	}
-	for _, obj := range []client.Object{kind.New(), &corev1.Pod{}} {
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
-			return nil, err
+	timeout := time.After(30 * time.Second)
+	for range 2 {
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timeout:
+			return nil, fmt.Errorf("cannot watch %s and its pods in namespace %s (no answer in 30s)", Ref(o.Job), ns)
 		}
-		if _, err := inf.AddEventHandler(funcs); err != nil {
-			return nil, err
-		}
-	}
-	go func() { _ = c.Start(ctx) }()
-	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if !c.WaitForCacheSync(syncCtx) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("cannot watch %s and its pods in namespace %s (no answer in 30s)", Ref(o.Job), o.Job.GetNamespace())
 	}
 	return c, nil
 }

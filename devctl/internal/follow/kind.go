@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
@@ -68,40 +67,4 @@ func ReplicaNames(job client.Object) []string {
 		}
 	}
 	return names
-}
-
-// containerOf is the status of the container that decides the pod's replica: the one its
-// job's kind names (the pod's mlkube.io/job-kind label says which), else the first.
-func containerOf(pod *corev1.Pod) *corev1.ContainerStatus {
-	name := containerName(pod)
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	if len(pod.Status.ContainerStatuses) > 0 {
-		return &pod.Status.ContainerStatuses[0]
-	}
-	return nil
-}
-
-// containerName is the name of the container that decides the pod's replica: the one the kind of
-// its mlkube.io/job-kind label names. A pod without that label (made by hand, or by an older
-// operator) is taken to be of the first kind of the table whose container it has, else its first
-// container decides.
-func containerName(pod *corev1.Pod) string {
-	if k := v1beta1.KindNamed(pod.Labels[v1beta1.LabelJobKind]); k != nil {
-		return k.Container
-	}
-	for _, k := range v1beta1.Kinds {
-		for _, c := range pod.Spec.Containers {
-			if c.Name == k.Container {
-				return k.Container
-			}
-		}
-	}
-	if len(pod.Spec.Containers) > 0 {
-		return pod.Spec.Containers[0].Name
-	}
-	return ""
 }

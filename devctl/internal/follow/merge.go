@@ -145,17 +145,3 @@ func (m *Merger) Run(stop <-chan struct{}) {
 		}
 	}
 }
-
-// SplitTimestamp splits a line the kubelet prefixed with its RFC 3339 timestamp
-// (PodLogOptions.Timestamps) into the time and the text; a line without one has the zero time.
-func SplitTimestamp(line string) (time.Time, string) {
-	stamp, text, ok := strings.Cut(line, " ")
-	if !ok {
-		stamp, text = line, ""
-	}
-	t, err := time.Parse(time.RFC3339Nano, stamp)
-	if err != nil {
-		return time.Time{}, line
-	}
-	return t, text
-}

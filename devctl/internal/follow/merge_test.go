@@ -6,21 +6,6 @@ import (
 	"time"
 )
 
-func TestSplitTimestamp(t *testing.T) {
-	ts, text := SplitTimestamp("2026-11-21T21:23:45.123456789Z worker-1 step=3 local_step=1 loss=0.5")
-	if want := time.Date(2026, 11, 21, 21, 23, 45, 123456789, time.UTC); !ts.Equal(want) || text != "worker-1 step=3 local_step=1 loss=0.5" {
-		t.Errorf("got %v %q", ts, text)
-	}
-	ts, text = SplitTimestamp("2026-11-21T21:23:45Z")
-	if ts.IsZero() || text != "" {
-		t.Errorf("an empty line: %v %q", ts, text)
-	}
-	ts, text = SplitTimestamp("no timestamp here")
-	if !ts.IsZero() || text != "no timestamp here" {
-		t.Errorf("a line without a timestamp: %v %q", ts, text)
-	}
-}
-
 // The Merger puts lines that raced each other back in the order they were written, and holds
 // none longer than its window.
 func TestMergerInterleavesByTime(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -82,7 +83,7 @@ func exitDetail(t *corev1.ContainerStateTerminated) string {
 
 // PodState reads a replica's State from its pod.
 func PodState(pod *corev1.Pod) State {
-	cs := containerOf(pod)
+	cs := jobwatch.ContainerStatus(pod)
 	var s State
 	if cs != nil {
 		s.Restarts = cs.RestartCount

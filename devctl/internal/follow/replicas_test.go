@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -225,11 +226,11 @@ func TestTheJobsContainerDecides(t *testing.T) {
 		if s := PodState(p); s.String() != "Failed (exit code 3, Error)" {
 			t.Errorf("labeled %v: state %s, want the mxnet container's", labeled, s)
 		}
-		if opts := logOptions(p, false, time.Time{}); opts.Container != "mxnet" {
+		if opts := jobwatch.Options(p, false, time.Time{}); opts.Container != "mxnet" {
 			t.Errorf("labeled %v: the log of container %q, want mxnet", labeled, opts.Container)
 		}
 	}
-	if opts := logOptions(pod("u2", "worker-0"), true, time.Time{}); opts.Container != "tensorflow" {
+	if opts := jobwatch.Options(pod("u2", "worker-0"), true, time.Time{}); opts.Container != "tensorflow" {
 		t.Errorf("a TfJob's pod: the log of container %q, want tensorflow", opts.Container)
 	}
 }

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -84,18 +83,20 @@ func (c *Client) WatchJobs(ctx context.Context) {
 			source: k.CRD() + " in " + c.target.Scope(),
 			kind:   k.Name,
 			need:   Access{Verbs: []string{"list", "watch"}, Resource: k.CRD(), Namespace: c.target.Namespace},
-			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				l := &JobList{}
-				if err := req(o).Do(ctx).Into(l); err != nil {
-					return nil, err
-				}
-				return l, nil
+			src: jobwatch.Source{
+				List: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					l := &JobList{}
+					if err := req(o).Do(ctx).Into(l); err != nil {
+						return nil, err
+					}
+					return l, nil
+				},
+				Watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o.Watch = true
+					return req(o).Watch(ctx)
+				},
+				Type: &Job{},
 			},
-			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.Watch = true
-				return req(o).Watch(ctx)
-			},
-			objType:   &Job{},
 			transform: jobTransform(k.Name),
 			upsert: func(obj any) {
 				c.feed.Send(JobUpserted{Job: obj.(*Job)})
@@ -111,21 +112,10 @@ func (c *Client) WatchJobs(ctx context.Context) {
 // WatchJob watches the replica pods of one job, the one whose UID is uid, and the events about
 // it until ctx is done. Its messages carry id.
 func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID) {
-	// An unknown kind selects nothing: no kind labels its pods "".
-	kindLabel, container := "", ""
-	if k := v1beta1.KindNamed(key.Kind); k != nil {
-		kindLabel, container = k.Label(), k.Container
-	}
-	pods := c.core.Pods(key.Namespace)
-	// The labels narrow the list; the replica-type label leaves out the job's TensorBoard pod,
-	// which has the other two. But anyone who may create a pod may label it like one of the
-	// job's replicas: a pod is the job's only when its controller owner reference carries the
-	// job's UID. Another pod is never shown, and one that stops being the job's (its owner
-	// reference removed) goes.
-	selector := labels.Set{v1beta1.LabelJobName: key.Name, v1beta1.LabelJobKind: kindLabel}.String() + "," + v1beta1.LabelReplicaType
-	if k := v1beta1.KindNamed(key.Kind); k != nil {
-		selector = k.ReplicaPods(key.Name).String()
-	}
+	// The pods' labels narrow the list, and leave out the job's TensorBoard pod (jobwatch.Pods);
+	// a pod is the job's only when its controller owner reference carries the job's UID.
+	// Another pod is never shown, and one that stops being the job's (its owner reference
+	// removed) goes.
 	shown := map[string]bool{} // the informer calls its handlers one at a time
 	hide := func(r *Replica) {
 		if shown[r.Name] {
@@ -142,48 +132,36 @@ func (c *Client) WatchJob(ctx context.Context, id int, key JobKey, uid types.UID
 			}
 		}
 	}
-	c.run(ctx, watchSpec{
-		id:     id,
-		source: "pods of " + key.Kind + " " + key.String(),
-		need:   Access{Verbs: []string{"list", "watch"}, Resource: "pods", Namespace: key.Namespace},
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = selector
-			return pods.List(ctx, o)
-		},
-		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = selector
-			return pods.Watch(ctx, o)
-		},
-		objType:   &corev1.Pod{},
-		transform: replicaTransform(container),
-		upsert: func(obj any) {
-			r := obj.(*Replica)
-			if r.Controller != uid {
-				hide(r)
-				return
-			}
-			shown[r.Name] = true
-			c.feed.Send(ReplicaUpserted{Watch: id, Replica: r})
-		},
-		remove: func(obj any) { hide(obj.(*Replica)) },
-		synced: synced(&podsSynced, &eventsSynced),
-	})
+	if k := v1beta1.KindNamed(key.Kind); k == nil {
+		podsSynced.Store(true) // a kind this build does not know has no replicas it can tell
+	} else {
+		c.run(ctx, watchSpec{
+			id:        id,
+			source:    "pods of " + key.Kind + " " + key.String(),
+			need:      Access{Verbs: []string{"list", "watch"}, Resource: "pods", Namespace: key.Namespace},
+			src:       jobwatch.Pods(c.core.Pods(key.Namespace), k, key.Name),
+			transform: replicaTransform,
+			upsert: func(obj any) {
+				r := obj.(*Replica)
+				if r.Controller != uid {
+					hide(r)
+					return
+				}
+				shown[r.Name] = true
+				c.feed.Send(ReplicaUpserted{Watch: id, Replica: r})
+			},
+			remove: func(obj any) { hide(obj.(*Replica)) },
+			synced: synced(&podsSynced, &eventsSynced),
+		})
+	}
 
 	events := c.events.Events(key.Namespace)
 	about := fields.Set{"regarding.kind": key.Kind, "regarding.name": key.Name}.String()
 	c.run(ctx, watchSpec{
-		id:     id,
-		source: "events of " + key.Kind + " " + key.String(),
-		need:   Access{Verbs: []string{"list", "watch"}, Resource: "events.events.k8s.io", Namespace: key.Namespace},
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = about
-			return events.List(ctx, o)
-		},
-		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = about
-			return events.Watch(ctx, o)
-		},
-		objType:   &eventsv1.Event{},
+		id:        id,
+		source:    "events of " + key.Kind + " " + key.String(),
+		need:      Access{Verbs: []string{"list", "watch"}, Resource: "events.events.k8s.io", Namespace: key.Namespace},
+		src:       jobwatch.Narrowed[*eventsv1.EventList](events, &eventsv1.Event{}, func(o *metav1.ListOptions) { o.FieldSelector = about }),
 		transform: eventTransform,
 		upsert:    func(obj any) { c.feed.Send(EventUpserted{Watch: id, Event: obj.(*Event)}) },
 		remove:    func(obj any) { c.feed.Send(EventDeleted{Watch: id, Name: obj.(*Event).Name}) },
@@ -196,9 +174,7 @@ type watchSpec struct {
 	source    string
 	kind      string // the job kind listed; empty for a job's pods and events
 	need      Access
-	list      func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	watch     func(context.Context, metav1.ListOptions) (watch.Interface, error)
-	objType   runtime.Object
+	src       jobwatch.Source
 	transform cache.TransformFunc
 	upsert    func(row any)
 	remove    func(row any)
@@ -226,44 +202,7 @@ func (c *Client) run(ctx context.Context, w watchSpec) {
 		}
 		c.feed.Send(WatchFailed{Watch: w.id, Source: w.source, Kind: w.kind, Err: err})
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := w.list(ctx, o)
-			report(err)
-			return obj, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			wi, err := w.watch(ctx, o)
-			report(err)
-			return wi, err
-		},
-	}
-	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw,
-		ObjectType:    w.objType,
-		Transform:     w.transform,
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc: w.upsert,
-			UpdateFunc: func(old, cur any) {
-				if o, ok := old.(metav1.Object); ok && o.GetResourceVersion() == cur.(metav1.Object).GetResourceVersion() {
-					return
-				}
-				w.upsert(cur)
-			},
-			DeleteFunc: func(obj any) {
-				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = t.Obj
-				}
-				w.remove(obj)
-			},
-		},
-	})
-	go informer.RunWithContext(ctx)
-	go func() {
-		select {
-		case <-informer.HasSyncedChecker().Done():
-			w.synced()
-		case <-ctx.Done():
-		}
-	}()
+	jobwatch.Informer{
+		Source: w.src, Transform: w.transform, Upsert: w.upsert, Remove: w.remove, Synced: w.synced, Report: report,
+	}.Run(ctx)
 }

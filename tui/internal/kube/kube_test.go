@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"reflect"
@@ -135,7 +134,7 @@ func TestReplicaFrom(t *testing.T) {
 			},
 		},
 	}
-	r := ReplicaFrom(p, "tensorflow")
+	r := ReplicaFrom(p)
 	want := Replica{Type: "worker", Index: 1, Phase: "Running", Ready: true, Container: "tensorflow", ContainerID: "containerd://abc",
 		Running: true, Exited: true, ExitCode: 137, ExitReason: "OOMKilled", Restarts: 2, Node: "node-1"}
 	got := *r
@@ -148,8 +147,9 @@ func TestReplicaFrom(t *testing.T) {
 	}
 
 	p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "tensorflow", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
-	r = ReplicaFrom(p, "mxnet") // not there: the first container
+	p.Spec.Containers[1].Name = "trainer" // no kind's container: the first decides
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "trainer", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+	r = ReplicaFrom(p)
 	if r.Phase != "Terminating" || r.Container != "sidecar" || r.Exited {
 		t.Fatalf("%+v", r)
 	}
@@ -168,38 +168,6 @@ func TestEventFrom(t *testing.T) {
 	e = EventFrom(&eventsv1.Event{EventTime: metav1.NewMicroTime(at)})
 	if e.Count != 1 || !e.Last.Equal(at) {
 		t.Fatalf("%+v", e)
-	}
-}
-
-func TestParseLogLine(t *testing.T) {
-	for in, want := range map[string]LogLine{
-		"2026-11-21T21:23:46.123456789Z step 100 loss=0.25\n": {Time: "2026-11-21T21:23:46.123456789Z", Text: "step 100 loss=0.25"},
-		"no timestamp here\r\n":                               {Text: "no timestamp here"},
-		"2026-11-21T21:23:46Z ":                               {Time: "2026-11-21T21:23:46Z", Text: ""},
-	} {
-		if got := ParseLogLine(in); got != want {
-			t.Errorf("ParseLogLine(%q) = %+v, want %+v", in, got, want)
-		}
-	}
-}
-
-// ReadLog hands over what has arrived whenever it would wait, not a line at a time.
-func TestReadLogChunks(t *testing.T) {
-	r, w := io.Pipe()
-	chunks := make(chan []LogLine, 10)
-	done := make(chan error, 1)
-	go func() { done <- ReadLog(r, func(l []LogLine) { chunks <- l }) }()
-	_, _ = io.WriteString(w, "2026-11-21T21:23:46Z a\n2026-11-21T21:23:46Z b\n2026-11-21T21:23:46Z c\n")
-	if got := <-chunks; len(got) != 3 || got[2].Text != "c" {
-		t.Fatalf("first chunk %+v, want the 3 lines written together", got)
-	}
-	_, _ = io.WriteString(w, "2026-11-21T21:23:47Z d\n")
-	if got := <-chunks; len(got) != 1 || got[0].Text != "d" {
-		t.Fatalf("second chunk %+v", got)
-	}
-	w.Close()
-	if err := <-done; err != nil {
-		t.Fatalf("ReadLog at EOF: %v", err)
 	}
 }
 

@@ -1,15 +1,14 @@
 package kube
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mlkube/mlkube/internal/jobwatch"
 )
 
 // LogRequest asks for the log of one container.
@@ -55,53 +54,23 @@ func (c *Client) streamLogs(ctx context.Context, id int, req LogRequest) error {
 		Timestamps: true, // always: the pane shows or hides them without asking again
 		TailLines:  &tail,
 	}
-	rc, err := c.core.Pods(req.Namespace).GetLogs(req.Pod, opts).Stream(ctx)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	return ReadLog(rc, func(lines []LogLine) { c.feed.Send(LogLines{Stream: id, Lines: lines}) })
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Pod}}
+	_, err := jobwatch.Stream(ctx, jobwatch.KubeLogs{Pods: c.core}, pod, opts, time.Time{}, func(lines []jobwatch.Line) {
+		c.feed.Send(LogLines{Stream: id, Lines: logLines(lines)})
+	})
+	return err
 }
 
-// ReadLog reads a log with timestamps and hands its lines to send, a chunk at a time: whatever
-// has arrived when the reader would wait, or 512 lines.
-func ReadLog(r io.Reader, send func([]LogLine)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var chunk []LogLine
-	flush := func() {
-		if len(chunk) > 0 {
-			send(chunk)
-			chunk = nil
+// logLines are the pane's lines of a chunk of a log. A line is cut at maxLine: the pane holds
+// thousands.
+func logLines(lines []jobwatch.Line) []LogLine {
+	out := make([]LogLine, len(lines))
+	for i, l := range lines {
+		text := l.Text
+		if len(text) > maxLine {
+			text = text[:maxLine]
 		}
+		out[i] = LogLine{Time: l.Stamp, Text: text}
 	}
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			chunk = append(chunk, ParseLogLine(line))
-		}
-		if err != nil {
-			flush()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if br.Buffered() == 0 || len(chunk) >= 512 {
-			flush()
-		}
-	}
-}
-
-// ParseLogLine splits the kubelet's timestamp from a line of a log read with timestamps.
-func ParseLogLine(line string) LogLine {
-	line = strings.TrimRight(line, "\r\n")
-	if len(line) > maxLine {
-		line = line[:maxLine]
-	}
-	if ts, text, ok := strings.Cut(line, " "); ok {
-		if _, err := time.Parse(time.RFC3339Nano, ts); err == nil {
-			return LogLine{Time: ts, Text: text}
-		}
-	}
-	return LogLine{Text: line}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/mlkube/mlkube/internal/jobwatch"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/eventtime"
 )
@@ -68,17 +69,16 @@ func jobRow(kind string, job v1beta1.Job) *Job {
 	return j
 }
 
-func replicaTransform(container string) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return ReplicaFrom(p, container), nil
-		}
-		return obj, nil
+func replicaTransform(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return ReplicaFrom(p), nil
 	}
+	return obj, nil
 }
 
-// ReplicaFrom makes the row of a replica pod; container is the kind's main container.
-func ReplicaFrom(p *corev1.Pod, container string) *Replica {
+// ReplicaFrom makes the row of a replica pod. Its state is that of the container that decides
+// the replica (jobwatch.Container), whose log the log pane shows first.
+func ReplicaFrom(p *corev1.Pod) *Replica {
 	r := &Replica{
 		ObjectMeta: meta(p),
 		Type:       p.Labels[v1beta1.LabelReplicaType],
@@ -98,19 +98,13 @@ func ReplicaFrom(p *corev1.Pod, container string) *Replica {
 	for _, c := range p.Spec.Containers {
 		r.Containers = append(r.Containers, c.Name)
 	}
-	r.Container = container
-	if len(r.Containers) > 0 && !contains(r.Containers, container) {
-		r.Container = r.Containers[0]
-	}
+	r.Container = jobwatch.Container(p)
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			r.Ready = c.Status == corev1.ConditionTrue
 		}
 	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != r.Container {
-			continue
-		}
+	if cs := jobwatch.ContainerStatus(p); cs != nil {
 		r.Restarts = cs.RestartCount
 		r.ContainerID = cs.ContainerID
 		r.Running = cs.State.Running != nil
@@ -126,15 +120,6 @@ func ReplicaFrom(p *corev1.Pod, container string) *Replica {
 		}
 	}
 	return r
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func eventTransform(obj any) (any, error) {
