@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/mlkube/mlkube/devctl/internal/checkout"
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 )
 
 // devctlPackage is devctl's main package, relative to the checkout's root.
@@ -26,7 +26,7 @@ type BuildOptions struct {
 
 // Build builds devctl from the checkout into o.Out, for hack/up.sh, which then runs it. go build's
 // own check that a program this size is up to date takes over a second on 2 cores, hashing the
-// inputs (images.ProgramKey), devctl's start included, less than half of that: with o.IfChanged,
+// inputs (ours.ProgramKey), devctl's start included, less than half of that: with o.IfChanged,
 // an unchanged key builds nothing.
 func Build(ctx context.Context, o BuildOptions) error {
 	root, err := checkout.Root()
@@ -39,7 +39,7 @@ func Build(ctx context.Context, o BuildOptions) error {
 	}
 	// The stamp also names the binary (size, time): one another build wrote is rebuilt once.
 	stamp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".stamp")
-	key, keyErr := images.ProgramKey(ctx, root, devctlPackage)
+	key, keyErr := ours.ProgramKey(ctx, root, devctlPackage)
 	if o.IfChanged && keyErr == nil && readStamp(stamp) == key+" "+binaryID(out) {
 		return nil
 	}
@@ -50,7 +50,7 @@ func Build(ctx context.Context, o BuildOptions) error {
 		return err
 	}
 	// Remembered unless a source changed during the build: then the next run builds again.
-	if after, err := images.ProgramKey(ctx, root, devctlPackage); keyErr == nil && err == nil && after == key {
+	if after, err := ours.ProgramKey(ctx, root, devctlPackage); keyErr == nil && err == nil && after == key {
 		return os.WriteFile(stamp, []byte(key+" "+binaryID(out)+"\n"), 0o644)
 	}
 	return nil

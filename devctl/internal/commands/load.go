@@ -13,9 +13,9 @@ import (
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
 	"github.com/mlkube/mlkube/devctl/internal/cache"
+	"github.com/mlkube/mlkube/devctl/internal/images/docker"
+	"github.com/mlkube/mlkube/devctl/internal/images/load"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
-	"github.com/mlkube/mlkube/devctl/internal/localimages"
-	"github.com/mlkube/mlkube/devctl/internal/ship"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -28,13 +28,13 @@ import (
 // loadPlan loads what plan says the pod nodes lack, from the engine, remembers what the nodes
 // then hold in mem (pods are their containers; a nil mem remembers nothing), and ends the step
 // with what it did.
-func loadPlan(ctx context.Context, plan *localimages.Plan, mem *localimages.Memory, pods []kindcluster.NodeContainer) error {
+func loadPlan(ctx context.Context, plan *docker.Plan, mem *docker.Memory, pods []kindcluster.NodeContainer) error {
 	mem.Learn(pods, plan)
 	if len(plan.Load) == 0 {
 		remember(ctx, mem)
 		return steps.Done("%s already on the %s", list(plan.Local), nodesWord(plan.PodNodes))
 	}
-	save := func(w io.Writer) error { return localimages.Save(ctx, w, plan.Load) }
+	save := func(w io.Writer) error { return docker.Save(ctx, w, plan.Load) }
 	var refs, names []string
 	for _, img := range plan.Load {
 		refs = append(refs, img.Ref)
@@ -42,7 +42,7 @@ func loadPlan(ctx context.Context, plan *localimages.Plan, mem *localimages.Memo
 	for _, n := range plan.Nodes {
 		names = append(names, n.String())
 	}
-	if err := ship.Archive(ctx, refs, save, plan.Nodes); err != nil {
+	if err := load.Archive(ctx, refs, save, plan.Nodes); err != nil {
 		remember(ctx, mem)
 		return err
 	}
@@ -52,23 +52,23 @@ func loadPlan(ctx context.Context, plan *localimages.Plan, mem *localimages.Memo
 }
 
 // remember saves mem; failing costs only a listing of the nodes next time, so it is a line.
-func remember(ctx context.Context, mem *localimages.Memory) {
+func remember(ctx context.Context, mem *docker.Memory) {
 	if err := mem.Save(); err != nil {
 		steps.From(ctx).Printf("not remembering what the nodes hold: %v", err)
 	}
 }
 
-// loadedMemory is what devctl remembers of the images in cluster's nodes (localimages.Memory);
+// loadedMemory is what devctl remembers of the images in cluster's nodes (docker.Memory);
 // nil without a cache directory.
-func loadedMemory(cluster string) *localimages.Memory {
+func loadedMemory(cluster string) *docker.Memory {
 	dir, err := cache.Dir()
 	if err != nil {
 		return nil
 	}
-	return localimages.OpenMemory(filepath.Join(dir, "loaded", cluster+".json"))
+	return docker.OpenMemory(filepath.Join(dir, "loaded", cluster+".json"))
 }
 
-func list(imgs []localimages.Image) string {
+func list(imgs []docker.Image) string {
 	var s []string
 	for _, img := range imgs {
 		s = append(s, img.String())
@@ -118,7 +118,7 @@ func Load(ctx context.Context, o LoadOptions, status io.Writer) error {
 			return steps.Done("Docker %s answers; cluster %s runs", engine.Version, o.Name)
 		}},
 		steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) error {
-			plan, err := localimages.Check(ctx, c, o.Images)
+			plan, err := docker.Check(ctx, c, o.Images)
 			if err != nil {
 				return err
 			}
@@ -137,13 +137,13 @@ func Load(ctx context.Context, o LoadOptions, status io.Writer) error {
 // loadable refuses what devctl load cannot load: a reference that does not parse or is by
 // digest, and our own images.
 func loadable(refs []string) error {
-	ok := localimages.Loadable(refs)
+	ok := docker.Loadable(refs)
 	var errs []error
 	for _, ref := range refs {
 		if _, fine := ok[ref]; fine {
 			continue
 		}
-		if full, parses := localimages.FullName(ref); parses {
+		if full, parses := docker.FullName(ref); parses {
 			errs = append(errs, fmt.Errorf("%s is devctl's own image (%s): devctl up builds it from the checkout and loads it", ref, full))
 		} else {
 			errs = append(errs, fmt.Errorf("%s: not an image reference devctl can load: give it as a pod names it, with a tag (my-trainer:v1), not by digest", ref))
@@ -153,7 +153,7 @@ func loadable(refs []string) error {
 }
 
 // notInEngine is the error for refs the engine does not hold.
-func notInEngine(refs []string, local []localimages.Image) error {
+func notInEngine(refs []string, local []docker.Image) error {
 	var errs []error
 	for _, ref := range refs {
 		found := false
@@ -176,20 +176,20 @@ type jobImages struct {
 }
 
 // imageCheck is the check of a job's images against a kind cluster's pod nodes, in two parts:
-// quick, localimages.Glance; then, when the engine holds any, the listing of the nodes.
+// quick, docker.Glance; then, when the engine holds any, the listing of the nodes.
 type imageCheck struct {
 	cluster *kindcluster.Cluster
-	memory  *localimages.Memory
-	uses    []localimages.Use
+	memory  *docker.Memory
+	uses    []docker.Use
 	refs    []string
 
 	quick    chan struct{}
-	local    []localimages.Image
+	local    []docker.Image
 	pods     []kindcluster.NodeContainer
 	quickErr error
 
 	done chan struct{}
-	plan *localimages.Plan
+	plan *docker.Plan
 	err  error
 }
 
@@ -203,20 +203,20 @@ func checkImages(ctx context.Context, kubeContext string, job client.Object) *im
 	if !ok || !isJob {
 		return nil
 	}
-	uses := localimages.Of(j)
+	uses := docker.Of(j)
 	c := &imageCheck{
 		cluster: kindcluster.New(name, kindcmd.NewLogger()), memory: loadedMemory(name),
-		uses: uses, refs: localimages.Refs(uses), quick: make(chan struct{}), done: make(chan struct{}),
+		uses: uses, refs: docker.Refs(uses), quick: make(chan struct{}), done: make(chan struct{}),
 	}
 	go func() {
 		defer close(c.done)
-		c.local, c.pods, c.quickErr = localimages.Glance(ctx, c.cluster, c.refs)
+		c.local, c.pods, c.quickErr = docker.Glance(ctx, c.cluster, c.refs)
 		close(c.quick)
 		if c.quickErr != nil || len(c.local) == 0 {
-			c.plan, c.err = &localimages.Plan{}, c.quickErr
+			c.plan, c.err = &docker.Plan{}, c.quickErr
 			return
 		}
-		c.plan, c.err = localimages.CheckNodes(ctx, c.cluster, c.local)
+		c.plan, c.err = docker.CheckNodes(ctx, c.cluster, c.local)
 	}()
 	return c
 }
@@ -322,7 +322,7 @@ func (r *runner) imageChanges(ctx context.Context) <-chan struct{} {
 	if r.local == nil {
 		return nil
 	}
-	events, err := localimages.Events(ctx)
+	events, err := docker.Events(ctx)
 	if err != nil {
 		r.say("warning: --watch does not see images rebuilt in Docker: %s", steps.OneLine(err))
 		return nil
@@ -337,7 +337,7 @@ func (r *runner) changedImages(ctx context.Context) string {
 	if r.local == nil {
 		return ""
 	}
-	now, err := localimages.InEngine(ctx, r.local.refs)
+	now, err := docker.InEngine(ctx, r.local.refs)
 	if err != nil {
 		r.say("warning: asking Docker about the job's images: %s", steps.OneLine(err))
 		return ""
@@ -347,9 +347,9 @@ func (r *runner) changedImages(ctx context.Context) string {
 		if was := r.local.seen[img.Ref]; was != img.ID {
 			from := "none"
 			if was != "" {
-				from = localimages.ShortID(was)
+				from = docker.ShortID(was)
 			}
-			changed = append(changed, fmt.Sprintf("%s (image %s -> %s)", img.Ref, from, localimages.ShortID(img.ID)))
+			changed = append(changed, fmt.Sprintf("%s (image %s -> %s)", img.Ref, from, docker.ShortID(img.ID)))
 		}
 	}
 	return strings.Join(changed, ", ")

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mlkube/mlkube/devctl/internal/follow"
-	"github.com/mlkube/mlkube/devctl/internal/localimages"
+	"github.com/mlkube/mlkube/devctl/internal/images/docker"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -277,7 +277,7 @@ func (r *runner) follow(ctx context.Context, job client.Object) (*follow.Result,
 		Config: r.cl.Config, Scheme: r.cl.Scheme, Job: job, MatchUID: true,
 		States: true, Status: r.status, Logs: newLogSource(r.cl.Kube), Out: r.out,
 		Printer: follow.NewPrinter(job, r.logColor, r.stateColor),
-		Start:   r.submitted, Hint: 30 * time.Second, PendingTimeout: r.o.PendingTimeout, WaitingHint: func(c metav1.Condition) string { return localimages.WaitingHint(c.Reason, c.Message) },
+		Start:   r.submitted, Hint: 30 * time.Second, PendingTimeout: r.o.PendingTimeout, WaitingHint: func(c metav1.Condition) string { return docker.WaitingHint(c.Reason, c.Message) },
 	})
 }
 

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/kind/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 )
 
 // DefaultConfig is the cluster config when the repository has none: one node, and no kindnet
@@ -283,14 +283,14 @@ func Images(n nodes.Node) ([]string, error) {
 
 // NodeImages lists the images the node's containerd holds for Kubernetes, by reference, with
 // the manifest digest each names. Besides every tag, containerd's CRI keeps a reference
-// "sha256:<image ID>" to each image (images.ParseList keeps those too), so the list also tells
+// "sha256:<image ID>" to each image (ours.ParseList keeps those too), so the list also tells
 // which image ID a tag names.
 func NodeImages(n nodes.Node) (map[string]string, error) {
 	lines, err := kindexec.OutputLines(n.Command("ctr", "--namespace=k8s.io", "images", "list"))
 	if err != nil {
 		return nil, fmt.Errorf("listing the images on node %s: %w", n, runErrorOutput(err))
 	}
-	return images.ParseList(lines), nil
+	return ours.ParseList(lines), nil
 }
 
 // PodNodes are the nodes our pods can run on: with workers, the workers alone, as kind taints

@@ -33,6 +33,9 @@ const (
 	// ImageName is the image devctl wraps the manager in; its tag is the version and a hash of
 	// the content (v0.17.0-0123456789ab).
 	ImageName = "mlkube/kueue"
+	// ManagerBinary is the manager's file in the image's root: the chart's Deployment runs it
+	// (command: [/manager]).
+	ManagerBinary = "manager"
 	// VersionAnnotation on Kueue's Deployment records the Kueue version devctl installed; up
 	// keeps the operator's Kueue integration on where it finds it, and devctl status reads it.
 	VersionAnnotation = "mlkube.io/kueue-version"

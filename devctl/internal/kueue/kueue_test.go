@@ -225,8 +225,8 @@ func TestChartObjects(t *testing.T) {
 	if c["image"] != settings().Image || c["imagePullPolicy"] != "Never" {
 		t.Errorf("image %v, pull policy %v; want %s, never pulled", c["image"], c["imagePullPolicy"], settings().Image)
 	}
-	if cmd, _, _ := unstructured.NestedStringSlice(c, "command"); !slices.Equal(cmd, []string{"/" + image.Binary}) {
-		t.Errorf("command %v: the image holds the manager at /%s", cmd, image.Binary)
+	if cmd, _, _ := unstructured.NestedStringSlice(c, "command"); !slices.Equal(cmd, []string{"/" + ManagerBinary}) {
+		t.Errorf("command %v: the image holds the manager at /%s", cmd, ManagerBinary)
 	}
 	if cpu, _, _ := unstructured.NestedString(c, "resources", "requests", "cpu"); cpu != managerCPU {
 		t.Errorf("cpu request %q, want %s", cpu, managerCPU)

@@ -37,17 +37,17 @@ const (
 	label = "io.mlkube.registry"
 	// port is the registry's port inside its container, on the kind network.
 	port = "5000"
-	// configPath is where the image holds the registry's config.
-	configPath = "/etc/distribution/config.yml"
+	// ConfigPath is where the registry's image holds its config (ConfigFile).
+	ConfigPath = "/etc/distribution/config.yml"
 )
 
 // InNetwork is how the nodes' containerd reaches the registry: the container by name, on the
 // kind network.
 const InNetwork = Container + ":" + port
 
-// config is the registry's: images on the volume, deletes allowed (to free space), and only
+// ConfigFile is the registry's config: images on the volume, deletes allowed (to free space), and only
 // warnings logged.
-const config = `version: 0.1
+const ConfigFile = `version: 0.1
 log:
   level: warn
 storage:
@@ -98,7 +98,7 @@ func Ensure(ctx context.Context, ref string) (State, error) {
 	if state == Started || state == Replaced {
 		// As root: the volume's folder is root's when Docker makes it, and the registry writes there.
 		err := docker(ctx, "run", "-d", "--name", Container, "--label", label+"=1", "--restart", "unless-stopped",
-			"--user", "0:0", "-p", "127.0.0.1:5001:"+port, "-v", Volume+":/var/lib/registry", ref, "serve", configPath)
+			"--user", "0:0", "-p", "127.0.0.1:5001:"+port, "-v", Volume+":/var/lib/registry", ref, "serve", ConfigPath)
 		if err != nil {
 			return "", fmt.Errorf("starting the registry container on localhost:5001: %w (another program may hold port 5001: `ss -ltnp 'sport = 5001'` names it)", err)
 		}

@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/load"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
-	"github.com/mlkube/mlkube/devctl/internal/ship"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
@@ -124,7 +124,7 @@ type earlyBuild struct {
 	key    string
 	keyErr error
 	stable bool
-	b      *images.Built
+	b      *ours.Built
 	err    error
 	// cached: b is the image the cache kept for key, and there was no build.
 	cached bool
@@ -134,23 +134,23 @@ type earlyBuild struct {
 // those of a kept image.
 func (u *up) buildEarly() map[string]*earlyBuild {
 	ctx := u.ctx
-	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
+	opts := ours.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
 	kept := u.imageCache(nil)
 	builds := map[string]*earlyBuild{}
-	for _, img := range images.Ours {
+	for _, img := range ours.All {
 		e := &earlyBuild{done: make(chan struct{})}
 		builds[img.Name] = e
 		go func() {
 			defer close(e.done)
-			e.key, e.keyErr = images.Key(ctx, opts, img)
+			e.key, e.keyErr = ours.Key(ctx, opts, img)
 			if e.keyErr == nil && kept.Dir != "" {
 				if e.b, e.cached = kept.LoadImage(img, e.key); e.cached {
 					return
 				}
 			}
-			e.b, e.err = images.Build(ctx, opts, img)
+			e.b, e.err = ours.Build(ctx, opts, img)
 			if e.err == nil && e.keyErr == nil {
-				after, err := images.Key(ctx, opts, img)
+				after, err := ours.Key(ctx, opts, img)
 				e.stable = err == nil && after == e.key
 			}
 		}()
@@ -204,7 +204,7 @@ func (e *early) runLoad(ctx context.Context, c *kindcluster.Cluster, want int, l
 		}
 	}
 	targets := kindcluster.PodNodes(all)
-	path, _, err := ship.WriteFile(ours(built))
+	path, _, err := load.WriteFile(ourArchive(built))
 	if err != nil {
 		return err
 	}
@@ -231,10 +231,10 @@ func (e *early) runLoad(ctx context.Context, c *kindcluster.Cluster, want int, l
 	return nil
 }
 
-// waitBuilds waits for every early build, in images.Ours' order; the first that failed fails it.
-func (e *early) waitBuilds(ctx context.Context) ([]*images.Built, error) {
-	var built []*images.Built
-	for _, img := range images.Ours {
+// waitBuilds waits for every early build, in ours.All' order; the first that failed fails it.
+func (e *early) waitBuilds(ctx context.Context) ([]*ours.Built, error) {
+	var built []*ours.Built
+	for _, img := range ours.All {
 		b := e.builds[img.Name]
 		select {
 		case <-b.done:
@@ -318,7 +318,7 @@ func (e *early) startApply(ctx context.Context, c *kindcluster.Cluster, in insta
 		if e.load.err != nil {
 			return
 		}
-		for _, img := range images.Ours {
+		for _, img := range ours.All {
 			in.built = append(in.built, e.builds[img.Name].b)
 		}
 		if a.kube, a.operator = waitAPIServer(ctx, c, e.created); a.operator != nil {

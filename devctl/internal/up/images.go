@@ -14,9 +14,9 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/checkout"
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/load"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
-	"github.com/mlkube/mlkube/devctl/internal/ship"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
@@ -30,7 +30,7 @@ func (u *up) buildImages(ctx context.Context) error {
 	if u.version == "" {
 		u.version = checkout.Version(ctx, u.root)
 	}
-	opts := images.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
+	opts := ours.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
 	// The nodes' images are listed while the keys are computed; after an early load, which
 	// loaded every early build into every pod node, there is nothing to list.
 	listed := make(chan struct{})
@@ -44,11 +44,11 @@ func (u *up) buildImages(ctx context.Context) error {
 	kept := u.imageCache(p)
 	// At once: after a change, each build is mostly its link, one core each, and nodeprobe's
 	// (cgo, through the C linker) is the longest.
-	got := make([]*images.Built, len(images.Ours))
-	origins := make([]origin, len(images.Ours))
-	errs := make([]error, len(images.Ours))
+	got := make([]*ours.Built, len(ours.All))
+	origins := make([]origin, len(ours.All))
+	errs := make([]error, len(ours.All))
 	var wg sync.WaitGroup
-	for i, img := range images.Ours {
+	for i, img := range ours.All {
 		wg.Go(func() { got[i], origins[i], errs[i] = u.buildImage(ctx, p, kept, opts, img, listed) })
 	}
 	wg.Wait()
@@ -84,22 +84,22 @@ const (
 )
 
 // imageCache is where built images are remembered, by key; without a cache directory, nothing is.
-func (u *up) imageCache(p *steps.Progress) images.Cache {
+func (u *up) imageCache(p *steps.Progress) ours.Cache {
 	dir, err := cache.Dir()
 	if err != nil {
 		if p != nil {
 			p.Printf("building every image: no cache directory (%v)", err)
 		}
-		return images.Cache{}
+		return ours.Cache{}
 	}
-	return images.Cache{Dir: filepath.Join(dir, "images")}
+	return ours.Cache{Dir: filepath.Join(dir, "images")}
 }
 
 // buildImage returns img's image and where it comes from: the early build (of the sources as
 // they were when up started), an earlier build of the same key that the nodes hold already
 // (unchanged: then there is no build), one the cache kept, or a build. listed closes once u.have
 // is filled in.
-func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept images.Cache, opts images.Options, img images.Image, listed <-chan struct{}) (*images.Built, origin, error) {
+func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept ours.Cache, opts ours.Options, img ours.Image, listed <-chan struct{}) (*ours.Built, origin, error) {
 	if e := u.early.build(img.Name); e != nil {
 		<-e.done
 		if e.err == nil {
@@ -116,14 +116,14 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept images.Cach
 		}
 		// Built again below, where the failure shows.
 	}
-	key, keyErr := images.Key(ctx, opts, img)
+	key, keyErr := ours.Key(ctx, opts, img)
 	switch {
 	case keyErr != nil:
 		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, steps.OneLine(keyErr))
 	case kept.Dir != "":
 		if ref, ok := kept.Lookup(img, key); ok {
 			<-listed
-			b := &images.Built{Image: img, Ref: ref}
+			b := &ours.Built{Image: img, Ref: ref}
 			if u.onEveryNode(b) {
 				return b, unchanged, nil
 			}
@@ -136,7 +136,7 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept images.Cach
 	}
 	task := p.Start("building " + img.Name)
 	opts.Progress = task.Doing
-	b, err := images.Build(ctx, opts, img)
+	b, err := ours.Build(ctx, opts, img)
 	if err != nil {
 		task.Fail()
 		return nil, built, err
@@ -145,7 +145,7 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept images.Cach
 	if keyErr == nil {
 		// Remembered only when the sources did not change during the build: else the image may
 		// be of other sources than the key's.
-		if after, err := images.Key(ctx, opts, img); err == nil && after == key {
+		if after, err := ours.Key(ctx, opts, img); err == nil && after == key {
 			remember(p, kept, key, b)
 		}
 	}
@@ -153,7 +153,7 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept images.Cach
 }
 
 // remember records that key gave b, and keeps b, so that the next cluster needs no build.
-func remember(p *steps.Progress, kept images.Cache, key string, b *images.Built) {
+func remember(p *steps.Progress, kept ours.Cache, key string, b *ours.Built) {
 	if kept.Dir == "" {
 		return
 	}
@@ -180,7 +180,7 @@ func (u *up) listNodeImages() error {
 
 // onEveryNode reports whether every node holds b under its content tag, with the :dev alias on
 // the same image.
-func (u *up) onEveryNode(b *images.Built) bool {
+func (u *up) onEveryNode(b *ours.Built) bool {
 	for _, have := range u.have {
 		if !loadedAndAliased(have, b) {
 			return false
@@ -194,7 +194,7 @@ func (u *up) onEveryNode(b *images.Built) bool {
 // the alias must also name the same image, or the node gets the archive again to move it.
 func (u *up) loadImages(ctx context.Context) error {
 	p := steps.From(ctx)
-	var toLoad []*images.Built
+	var toLoad []*ours.Built
 	var targets []int
 	for i, have := range u.have {
 		lacks := false
@@ -216,7 +216,7 @@ func (u *up) loadImages(ctx context.Context) error {
 	}
 	if len(targets) == 0 {
 		if early != nil && early.err == nil {
-			return steps.Done("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), images.DevTag, early.nodes)
+			return steps.Done("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), ours.DevTag, early.nodes)
 		}
 		return steps.Done("Images already on the nodes")
 	}
@@ -231,24 +231,24 @@ func (u *up) loadImages(ctx context.Context) error {
 	for _, i := range targets {
 		to = append(to, u.nodes[i])
 	}
-	if err := ship.Archive(ctx, refs, ours(toLoad), to); err != nil {
+	if err := load.Archive(ctx, refs, ourArchive(toLoad), to); err != nil {
 		return err
 	}
-	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), images.DevTag, len(targets))
+	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), ours.DevTag, len(targets))
 }
 
 // loadedAndAliased reports whether a node holds b under its content tag and its :dev alias
 // names the same image.
-func loadedAndAliased(have map[string]string, b *images.Built) bool {
-	digest, ok := images.Lookup(have, b.Ref.String())
+func loadedAndAliased(have map[string]string, b *ours.Built) bool {
+	digest, ok := ours.Lookup(have, b.Ref.String())
 	if !ok {
 		return false
 	}
-	dev, ok := images.Lookup(have, b.Dev().String())
+	dev, ok := ours.Lookup(have, b.Dev().String())
 	return ok && dev == digest
 }
 
-// ours writes our built images, under their content tags and the :dev alias, as an archive.
-func ours(built []*images.Built) func(io.Writer) error {
-	return func(w io.Writer) error { return images.WriteArchive(w, built...) }
+// ourArchive writes our built images, under their content tags and the :dev alias, as an archive.
+func ourArchive(built []*ours.Built) func(io.Writer) error {
+	return func(w io.Writer) error { return ours.WriteArchive(w, built...) }
 }

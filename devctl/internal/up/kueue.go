@@ -14,11 +14,12 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/load"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
+	"github.com/mlkube/mlkube/devctl/internal/images/scripted"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/manifests"
-	"github.com/mlkube/mlkube/devctl/internal/ship"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -41,8 +42,8 @@ func (u *up) kueueSteps() []steps.Step {
 // readyKueue starts building Kueue's manager: on a cold machine its build takes minutes, which
 // then overlap the cluster's creation and our images' builds.
 func (u *up) readyKueue() {
-	u.kueue = steps.Go(func(progress func(string)) (*images.Scripted, error) {
-		return kueue.BuildImage(u.ctx, u.root, u.engine.Arch, progress)
+	u.kueue = steps.Go(func(progress func(string)) (*scripted.Scripted, error) {
+		return scripted.Kueue(u.ctx, u.root, u.engine.Arch, progress)
 	})
 }
 
@@ -72,19 +73,15 @@ func (u *up) loadKueue(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, ok := images.Lookup(have, b.Ref); !ok {
+		if _, ok := ours.Lookup(have, b.Ref); !ok {
 			lacking = append(lacking, n)
 		}
 	}
 	if len(lacking) == 0 {
 		return steps.Done("Kueue's image %s already on the nodes", b.Ref)
 	}
-	built, err := b.Assemble(u.engine.Arch)
-	if err != nil {
-		return fmt.Errorf("assembling Kueue's image: %w", err)
-	}
-	if err := ship.Archive(ctx, []string{b.Ref}, func(w io.Writer) error {
-		return kueue.WriteArchive(w, b.Ref, built.Img)
+	if err := load.Archive(ctx, []string{b.Ref}, func(w io.Writer) error {
+		return b.WriteArchive(w, u.engine.Arch)
 	}, lacking); err != nil {
 		return err
 	}

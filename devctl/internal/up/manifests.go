@@ -17,7 +17,7 @@ import (
 
 	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/manifests"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 	nodeprobeconfig "github.com/mlkube/mlkube/nodeprobe/config"
@@ -31,7 +31,7 @@ import (
 type install struct {
 	name    string
 	version string
-	built   []*images.Built
+	built   []*ours.Built
 	// kueue runs the operator with its Kueue integration (--kueue).
 	kueue bool
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/devctl/internal/images/scripted"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
@@ -18,7 +19,7 @@ import (
 // minute or two, which then overlaps the cluster's creation.
 func (u *up) readyRegistryImage() {
 	u.registry = steps.Go(func(progress func(string)) (string, error) {
-		return registry.Image(u.ctx, u.root, u.engine.Arch, progress)
+		return scripted.Registry(u.ctx, u.root, u.engine.Arch, progress)
 	})
 }
 

@@ -5,7 +5,7 @@
 //   - nodeimage.go: which node image a new cluster gets;
 //   - early.go: the work done while kind creates a new cluster (building, loading, applying),
 //     which the later steps then report;
-//   - images.go: building our images, or finding them unchanged, and loading them into the nodes;
+//   - ours.go: building our images, or finding them unchanged, and loading them into the nodes;
 //   - manifests.go: applying the operator's and nodeprobe's manifests and waiting for them;
 //   - registry.go: the local registry.
 package up
@@ -25,7 +25,7 @@ import (
 	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/checkout"
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/scripted"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/kueue"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
@@ -56,7 +56,7 @@ type Options struct {
 
 // Run makes sure a kind cluster runs with the operator and nodeprobe built from the checkout's
 // source: each step is skipped when its work is already done. An image is built only when the
-// hash of its sources (images.Key) names no image the nodes already hold, so a second run on an
+// hash of its sources (ours.Key) names no image the nodes already hold, so a second run on an
 // unchanged checkout builds nothing and only compares. Status lines go to status, the summary to
 // out.
 func Run(ctx context.Context, opts Options, status, out io.Writer) error {
@@ -118,10 +118,10 @@ type up struct {
 	// registry is the local registry's image, readied from the start (registry.go).
 	registry *steps.Background[string]
 	// kueue is Kueue's manager, built from the start with --kueue (kueue.go).
-	kueue *steps.Background[*images.Scripted]
+	kueue *steps.Background[*scripted.Scripted]
 	// kueueImage is Kueue's manager once built, and its image's tag, for the steps that install
 	// and wait for Kueue and for the summary.
-	kueueImage *images.Scripted
+	kueueImage *scripted.Scripted
 	// published says the node image is kind's published one (nodeimage.go), whose pod network
 	// is kindnet.
 	published bool

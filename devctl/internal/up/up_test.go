@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 )
 
@@ -62,7 +62,7 @@ func TestKindConfigEmptiesTheNodesFolders(t *testing.T) {
 }
 
 func TestLoadedAndAliased(t *testing.T) {
-	b, err := images.Assemble(images.Image{Name: "mlkube/trainer", Binary: "trainer"}, []byte("binary"), "amd64")
+	b, err := ours.Assemble(ours.Image{Name: "mlkube/trainer", Binary: "trainer"}, []byte("binary"), "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}

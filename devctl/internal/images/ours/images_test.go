@@ -1,4 +1,4 @@
-package images
+package ours
 
 import (
 	"archive/tar"
@@ -155,12 +155,12 @@ func TestArchiveReadsBack(t *testing.T) {
 }
 
 func TestTheTrainerIsOneOfOurs(t *testing.T) {
-	for _, img := range Ours {
+	for _, img := range All {
 		if img.Name == "mlkube/trainer" && img.Package == "./samples/trainer" && img.Binary == "trainer" {
 			return
 		}
 	}
-	t.Errorf("images.Ours lacks the sample trainer: %+v", Ours)
+	t.Errorf("ours.All lacks the sample trainer: %+v", All)
 }
 
 func TestParseListAndLookup(t *testing.T) {
@@ -384,21 +384,21 @@ func TestCGOImageCarriesItsCLibrary(t *testing.T) {
 	}
 }
 
-// The nodeprobe image of images.Ours: its binary runs from the unpacked image, and the C
+// The nodeprobe image of ours.All: its binary runs from the unpacked image, and the C
 // libraries the node's libnvidia-ml needs are there. (The binary is built here as `go test`
 // builds it, sharing its build cache; devctl adds -trimpath.)
 func TestNodeprobeImageRuns(t *testing.T) {
 	m := cgoHost(t)
-	i := slices.IndexFunc(Ours, func(img Image) bool { return img.Name == "mlkube/nodeprobe" })
+	i := slices.IndexFunc(All, func(img Image) bool { return img.Name == "mlkube/nodeprobe" })
 	if i < 0 {
-		t.Fatalf("images.Ours lacks nodeprobe: %+v", Ours)
+		t.Fatalf("ours.All lacks nodeprobe: %+v", All)
 	}
-	img := Ours[i]
+	img := All[i]
 	if !img.CGO || img.Package != "./nodeprobe/cmd/nodeprobe" || img.Binary != "nodeprobe" || img.VersionVar != "main.Version" {
 		t.Errorf("nodeprobe's entry %+v", img)
 	}
 	// VersionVar names a variable that exists: -X on a missing one is silently ignored.
-	src, err := os.ReadFile("../../../nodeprobe/cmd/nodeprobe/main.go")
+	src, err := os.ReadFile("../../../../nodeprobe/cmd/nodeprobe/main.go")
 	must(t, err)
 	if !strings.Contains(string(src), "\nvar Version = ") {
 		t.Errorf("nodeprobe's main package has no `var Version`, which VersionVar %s names", img.VersionVar)
@@ -406,7 +406,7 @@ func TestNodeprobeImageRuns(t *testing.T) {
 
 	bin := filepath.Join(t.TempDir(), "nodeprobe")
 	cmd := exec.Command("go", "build", "-ldflags", "-X "+img.VersionVar+"=v9.9.9-test", "-o", bin, img.Package)
-	cmd.Dir = "../../.."
+	cmd.Dir = "../../../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build nodeprobe: %v\n%s", err, out)

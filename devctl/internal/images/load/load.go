@@ -1,7 +1,7 @@
-// Package ship takes images into a kind cluster's nodes the way devctl does it, for devctl up's
+// Package load takes images into a kind cluster's nodes the way devctl does it, for devctl up's
 // images and for those devctl load and run take from the local Docker engine: one archive,
 // loaded into every node at once.
-package ship
+package load
 
 import (
 	"context"

@@ -1,10 +1,10 @@
-// Package localimages gets the images a job names from the local Docker engine into the nodes of
+// Package docker gets the images a job names from the local Docker engine into the nodes of
 // a kind cluster, as `kind load docker-image` does by hand: an image built with `docker build`
 // is in the engine, not on the nodes, and a pod naming it would wait in ErrImagePull for ever.
 // It lists the images of a job of any kind (Of), asks the engine which of them it holds and under
 // which image ID (InEngine), and the nodes which of those they lack (Check); devctl's commands
 // do the loading, with the archive and the loading devctl up uses for its own images.
-package localimages
+package docker
 
 import (
 	"slices"

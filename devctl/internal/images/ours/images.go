@@ -1,4 +1,4 @@
-// Package images builds our programs from source into container images without Docker: go build
+// Package ours builds our programs from source into container images without Docker: go build
 // gives one static binary, go-containerregistry wraps it in a one-layer image, and the image is
 // tagged by its own digest, so the same source always gives the same tag and a changed one a new
 // tag (the node never runs a stale image under an old name). Each is also tagged DevTag, an alias
@@ -7,7 +7,7 @@
 // A program that needs cgo (nodeprobe: go-nvml dlopens the driver's libnvidia-ml) is linked
 // against the build host's glibc; its image gets a base layer under the binary's, holding the
 // loader and the C libraries it needs, copied from the build host (RuntimeFiles).
-package images
+package ours
 
 import (
 	"archive/tar"
@@ -57,8 +57,8 @@ type Image struct {
 	Libraries []string
 }
 
-// Ours lists the images devctl builds, in build order.
-var Ours = []Image{
+// All lists the images devctl builds, in build order.
+var All = []Image{
 	{Name: "mlkube/operator", Package: "./operator/cmd/mlkube-operator", Binary: "mlkube-operator", VersionVar: "github.com/mlkube/mlkube/operator.Version"},
 	{Name: "mlkube/trainer", Package: "./samples/trainer", Binary: "trainer"},
 	// nodeprobe dlopens the node's libnvidia-ml, which brings its own DT_NEEDED from glibc: the
@@ -79,8 +79,8 @@ const DevTag = "dev"
 // runAsUser of the manifests.
 const User = "65532:65532"
 
-// path is where the binary lies in the image, without the leading slash.
-func (img Image) path() string { return path.Join(img.Dir, img.Binary) }
+// Path is where the binary lies in the image, without the leading slash.
+func (img Image) Path() string { return path.Join(img.Dir, img.Binary) }
 
 // Built is an image ready to load into a cluster.
 type Built struct {
@@ -237,7 +237,7 @@ func Assemble(img Image, binary []byte, arch string, base ...File) (*Built, erro
 			entries = append(entries, entry{hdr: tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}})
 		}
 	}
-	entries = append(entries, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: img.path(), Mode: 0o755}, data: binary})
+	entries = append(entries, entry{hdr: tar.Header{Typeflag: tar.TypeReg, Name: img.Path(), Mode: 0o755}, data: binary})
 	layer, err := tarLayer(entries)
 	if err != nil {
 		return nil, fmt.Errorf("making the layer of %s: %w", img.Name, err)
@@ -255,7 +255,7 @@ func Assemble(img Image, binary []byte, arch string, base ...File) (*Built, erro
 	cf = cf.DeepCopy()
 	cf.OS = "linux"
 	cf.Architecture = arch
-	cf.Config.Entrypoint = []string{"/" + img.path()}
+	cf.Config.Entrypoint = []string{"/" + img.Path()}
 	cf.Config.User = User
 	if image, err = mutate.ConfigFile(image, cf); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package localimages
+package docker
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package images
+package ours
 
 import (
 	"context"
@@ -168,9 +168,9 @@ func TestKeyOfAPackageThatDoesNotExistFails(t *testing.T) {
 
 // Our own images: each has a key of its own, the same twice.
 func TestKeysOfOurImages(t *testing.T) {
-	opts := Options{Dir: "../../..", Version: "v0-test", Arch: runtime.GOARCH}
+	opts := Options{Dir: "../../../..", Version: "v0-test", Arch: runtime.GOARCH}
 	seen := map[string]string{}
-	for _, img := range Ours {
+	for _, img := range All {
 		if img.CGO {
 			cgoHost(t)
 		}

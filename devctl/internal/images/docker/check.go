@@ -1,4 +1,4 @@
-package localimages
+package docker
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 )
 
@@ -104,6 +104,6 @@ func CheckNodes(ctx context.Context, c *kindcluster.Cluster, local []Image) (*Pl
 // Holds reports whether a node's image list (kindcluster.NodeImages) has img: its name names the
 // same manifest as the reference containerd keeps under the image's ID.
 func Holds(have map[string]string, img Image) bool {
-	digest, ok := images.Lookup(have, img.Name)
+	digest, ok := ours.Lookup(have, img.Name)
 	return ok && digest == have[img.ID]
 }

@@ -4,36 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
-	"github.com/mlkube/mlkube/devctl/internal/images"
 )
-
-// image is Kueue's manager as an image: the binary at /manager, where the chart's Deployment runs
-// it (command: [/manager]), as images.User (the chart's pod runs as non-root).
-var image = images.Image{Name: ImageName, Binary: "manager"}
-
-// BuildImage builds Kueue's manager with hack/build-kubernetes.sh kueue (cached outside the
-// clone by version; minutes, cold) and tags its image by its content; progress hears the build.
-func BuildImage(ctx context.Context, root, arch string, progress func(string)) (*images.Scripted, error) {
-	return images.BuildScripted(ctx, root, "kueue", image, nil, arch, progress)
-}
-
-// WriteArchive writes img as a docker-archive under ref, for the nodes' containerd.
-func WriteArchive(w io.Writer, ref string, img v1.Image) error {
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		return err
-	}
-	return tarball.MultiRefWrite(map[name.Reference]v1.Image{tag: img}, w)
-}
 
 // ModuleDir is the folder of Kueue's module at version in the Go module cache, which holds its
 // chart (charts/kueue). go mod download in hack/kueue fetches the module when the cache lacks it

@@ -1,12 +1,16 @@
-package images
+package scripted
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
+)
 
 // A scripted image's tag changes with what goes into the image (the binary, the architecture,
 // a file beside the binary), and only with it.
 func TestScriptedTagFollowsTheContent(t *testing.T) {
 	s := func(data string) *Scripted {
-		return &Scripted{Image: Image{Name: "mlkube/registry", Binary: "registry", Dir: "bin"}, Files: []File{{Path: "etc/config.yml", Mode: 0o644, Data: []byte(data)}}}
+		return &Scripted{Image: ours.Image{Name: "mlkube/registry", Binary: "registry", Dir: "bin"}, Files: []ours.File{{Path: "etc/config.yml", Mode: 0o644, Data: []byte(data)}}}
 	}
 	a := s("x").hash([]byte("binary"), "amd64")
 	if len(a) != 12 || s("x").hash([]byte("binary"), "amd64") != a {

@@ -1,4 +1,4 @@
-package localimages
+package docker
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/mlkube/mlkube/devctl/internal/images"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 )
 
 // An Image is an image the local Docker engine holds, as a job names it.
@@ -64,15 +64,16 @@ func Loadable(refs []string) map[string]string {
 	out := map[string]string{}
 	for _, ref := range refs {
 		full, ok := FullName(ref)
-		if ok && !ours(full) {
+		if ok && !isOurs(full) {
 			out[ref] = full
 		}
 	}
 	return out
 }
 
-func ours(full string) bool {
-	for _, img := range images.Ours {
+// isOurs says whether full names one of the images devctl up builds.
+func isOurs(full string) bool {
+	for _, img := range ours.All {
 		if strings.HasPrefix(full, "docker.io/"+img.Name+":") {
 			return true
 		}
@@ -126,7 +127,7 @@ type inspected struct {
 
 func (i inspected) named(full string) bool {
 	for _, t := range i.tags {
-		if images.SameRef(t, full) {
+		if ours.SameRef(t, full) {
 			return true
 		}
 	}
@@ -175,6 +176,26 @@ func Save(ctx context.Context, w io.Writer, imgs []Image) error {
 	cmd.Stdout, cmd.Stderr = w, &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// Has says whether the engine holds ref.
+func Has(ctx context.Context, ref string) bool {
+	return exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run() == nil
+}
+
+// Load gives the engine the docker-archive that write writes, with `docker load`.
+func Load(ctx context.Context, write func(io.Writer) error) error {
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "docker", "load", "-q")
+	r, w := io.Pipe()
+	cmd.Stdin, cmd.Stderr = r, &stderr
+	go func() { w.CloseWithError(write(w)) }()
+	err := cmd.Run()
+	r.Close()
+	if err != nil {
+		return fmt.Errorf("docker load: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
