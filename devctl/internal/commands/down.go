@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -19,49 +20,49 @@ import (
 func Down(ctx context.Context, name string, withRegistry bool, status io.Writer) error {
 	r := steps.Runner{Out: status}
 	return r.Run(ctx,
-		steps.Step{Name: "Checking Docker", Run: func(ctx context.Context) error {
+		steps.Step{Name: "Checking Docker", Run: func(ctx context.Context) (string, error) {
 			engine, err := kindcluster.CheckDocker(ctx)
 			if err != nil {
-				return err
+				return "", err
 			}
-			return steps.Done("Docker %s answers", engine.Version)
+			return fmt.Sprintf("Docker %s answers", engine.Version), nil
 		}},
-		steps.Step{Name: "Deleting cluster " + name, Run: func(context.Context) error {
+		steps.Step{Name: "Deleting cluster " + name, Run: func(context.Context) (string, error) {
 			c := kindcluster.New(name, kindcmd.NewLogger())
 			existed, err := c.Delete()
 			if err != nil {
-				return err
+				return "", err
 			}
 			// A multi-node cluster's network configs (devctl up --workers) go with it.
 			if dir, err := cache.ClusterDir(name); err == nil {
 				_ = os.RemoveAll(dir)
 			}
 			if !existed {
-				return steps.Done("No cluster %s to delete", name)
+				return fmt.Sprintf("No cluster %s to delete", name), nil
 			}
-			return steps.Done("Deleted cluster %s and kubeconfig context %s", name, c.Context())
+			return fmt.Sprintf("Deleted cluster %s and kubeconfig context %s", name, c.Context()), nil
 		}},
-		steps.Step{Name: "The local registry " + registry.Host, Run: func(ctx context.Context) error {
+		steps.Step{Name: "The local registry " + registry.Host, Run: func(ctx context.Context) (string, error) {
 			if withRegistry {
 				container, volume, err := registry.Remove(ctx, true)
 				switch {
 				case err != nil:
-					return err
+					return "", err
 				case !container && !volume:
-					return steps.Done("No local registry to delete")
+					return "No local registry to delete", nil
 				}
-				return steps.Done("Deleted the local registry %s: its container %s and its images (volume %s)", registry.Host, registry.Container, registry.Volume)
+				return fmt.Sprintf("Deleted the local registry %s: its container %s and its images (volume %s)", registry.Host, registry.Container, registry.Volume), nil
 			}
 			r, err := registry.Look(ctx)
 			switch {
 			case err != nil:
-				return err
+				return "", err
 			case !r.Exists:
-				return steps.Done("No local registry (devctl up runs one)")
+				return "No local registry (devctl up runs one)", nil
 			case r.Repositories == nil:
-				return steps.Done("Kept the local registry %s and its images, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host)
+				return fmt.Sprintf("Kept the local registry %s and its images, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host), nil
 			}
-			return steps.Done("Kept the local registry %s and its %s, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host, registry.CountRepositories(len(r.Repositories)))
+			return fmt.Sprintf("Kept the local registry %s and its %s, for other clusters and the next devctl up (devctl down --registry deletes them)", registry.Host, registry.CountRepositories(len(r.Repositories))), nil
 		}},
 	)
 }

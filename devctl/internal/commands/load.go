@@ -28,11 +28,11 @@ import (
 // loadPlan loads what plan says the pod nodes lack, from the engine, remembers what the nodes
 // then hold in mem (pods are their containers; a nil mem remembers nothing), and ends the step
 // with what it did.
-func loadPlan(ctx context.Context, plan *docker.Plan, mem *docker.Memory, pods []kindcluster.NodeContainer) error {
+func loadPlan(ctx context.Context, plan *docker.Plan, mem *docker.Memory, pods []kindcluster.NodeContainer) (string, error) {
 	mem.Learn(pods, plan)
 	if len(plan.Load) == 0 {
 		remember(ctx, mem)
-		return steps.Done("%s already on the %s", list(plan.Local), nodesWord(plan.PodNodes))
+		return fmt.Sprintf("%s already on the %s", list(plan.Local), nodesWord(plan.PodNodes)), nil
 	}
 	save := func(w io.Writer) error { return docker.Save(ctx, w, plan.Load) }
 	var refs, names []string
@@ -44,11 +44,11 @@ func loadPlan(ctx context.Context, plan *docker.Plan, mem *docker.Memory, pods [
 	}
 	if err := load.Archive(ctx, refs, save, plan.Nodes); err != nil {
 		remember(ctx, mem)
-		return err
+		return "", err
 	}
 	mem.Loaded(pods, names, plan.Load)
 	remember(ctx, mem)
-	return steps.Done("Loaded %s from Docker into %d node(s)", list(plan.Load), len(plan.Nodes))
+	return fmt.Sprintf("Loaded %s from Docker into %d node(s)", list(plan.Load), len(plan.Nodes)), nil
 }
 
 // remember saves mem; failing costs only a listing of the nodes next time, so it is a line.
@@ -100,34 +100,34 @@ func Load(ctx context.Context, o LoadOptions, status io.Writer) error {
 	c := kindcluster.New(o.Name, kindcmd.NewLogger())
 	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
 	return r.Run(ctx,
-		steps.Step{Name: "Checking Docker and cluster " + o.Name, Run: func(ctx context.Context) error {
+		steps.Step{Name: "Checking Docker and cluster " + o.Name, Run: func(ctx context.Context) (string, error) {
 			engine, err := kindcluster.CheckDocker(ctx)
 			if err != nil {
-				return err
+				return "", err
 			}
 			exists, err := c.Exists()
 			if err != nil {
-				return err
+				return "", err
 			}
 			if !exists {
-				return fmt.Errorf("no kind cluster named %[1]s: devctl up --name %[1]s makes one, or --name names another", o.Name)
+				return "", fmt.Errorf("no kind cluster named %[1]s: devctl up --name %[1]s makes one, or --name names another", o.Name)
 			}
 			if err := c.CheckRunning(ctx); err != nil {
-				return err
+				return "", err
 			}
-			return steps.Done("Docker %s answers; cluster %s runs", engine.Version, o.Name)
+			return fmt.Sprintf("Docker %s answers; cluster %s runs", engine.Version, o.Name), nil
 		}},
-		steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) error {
+		steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) (string, error) {
 			plan, err := docker.Check(ctx, c, o.Images)
 			if err != nil {
-				return err
+				return "", err
 			}
 			if err := notInEngine(o.Images, plan.Local); err != nil {
-				return UsageError(err)
+				return "", UsageError(err)
 			}
 			pods, err := c.PodNodeContainers(ctx)
 			if err != nil {
-				return err
+				return "", err
 			}
 			return loadPlan(ctx, plan, loadedMemory(o.Name), pods)
 		}},
@@ -295,7 +295,7 @@ func (r *runner) lateLoad(ctx context.Context, c *imageCheck) {
 // loadSteps loads what c's plan says the nodes lack, as a step of its own on the status stream.
 func (r *runner) loadSteps(ctx context.Context, c *imageCheck) error {
 	sr := steps.Runner{Out: r.status, Terminal: steps.IsTerminal(r.status)}
-	return sr.Run(ctx, steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) error {
+	return sr.Run(ctx, steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) (string, error) {
 		return loadPlan(ctx, c.plan, c.memory, c.pods)
 	}})
 }

@@ -24,7 +24,7 @@ func TestBackgroundWorkShowsOnTheTaskThatWaits(t *testing.T) {
 	})
 	broken := Go(func(progress func(string)) (int, error) { return 0, errors.New("no Go") })
 	<-said
-	err := r.Run(context.Background(), Step{Name: "Readying Kueue", Run: func(ctx context.Context) error {
+	err := r.Run(context.Background(), Step{Name: "Readying Kueue", Run: func(ctx context.Context) (string, error) {
 		task := From(ctx).Start("building Kueue's manager")
 		go func() {
 			for { // until the wait shows what the work said before it
@@ -48,7 +48,7 @@ func TestBackgroundWorkShowsOnTheTaskThatWaits(t *testing.T) {
 		if _, err := broken.Wait(From(ctx).Start("building the registry")); err == nil {
 			t.Error("the broken work's error was lost")
 		}
-		return nil
+		return "", nil
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,9 @@
 //	• Building images ...
 //	✓ Building images (12.3s)
 //
-// A step may end with a line of its own: what it did, or that its work was already done
-// ("✓ Cluster mlkube exists (0.1s)"). A failing step prints "✗ name (1.2s)" and stops the run;
-// its error is returned, not printed: the command's caller prints it once.
+// A step may end with a line of its own, which its Run returns: what it did, or that its work
+// was already done ("✓ Cluster mlkube exists (0.1s)"). A failing step prints "✗ name (1.2s)" and
+// stops the run; its error is returned, not printed: the command's caller prints it once.
 //
 // While a step runs, the Runner shows that it is still at work and for how long: on a terminal a
 // spinner line redrawn in place, elsewhere (a log, CI) a "still ..." line every Every. A step
@@ -24,7 +24,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,7 +40,10 @@ import (
 // A Step is one unit of work with a name that reads as what is happening ("Building images").
 type Step struct {
 	Name string
-	Run  func(ctx context.Context) error
+	// Run does the work. On success (a nil error) it returns the line the step ends with in
+	// place of its name, what it did or why there was nothing to do ("Cluster mlkube exists"),
+	// or "" to end with the name.
+	Run func(ctx context.Context) (string, error)
 	// OwnProgress says the step draws its own live progress on a terminal (kind's spinner): the
 	// Runner draws none there while it runs. Elsewhere the Runner's periodic lines still show.
 	OwnProgress bool
@@ -95,19 +97,17 @@ func (r *Runner) Run(ctx context.Context, steps ...Step) error {
 		r.println("• " + s.Name + " ...")
 		p := &Progress{r: r, step: s.Name, start: r.now()}
 		stop := r.live(p, s.OwnProgress)
-		err := s.Run(context.WithValue(ctx, progressKey{}, p))
+		said, err := s.Run(context.WithValue(ctx, progressKey{}, p))
 		stop()
 		took := Duration(r.now().Sub(p.start))
-		var done *doneError
-		switch {
-		case err == nil:
-			r.println(fmt.Sprintf("✓ %s (%s)", s.Name, took))
-		case errors.As(err, &done):
-			r.println(fmt.Sprintf("✓ %s (%s)", done.msg, took))
-		default:
+		if err != nil {
 			r.println(fmt.Sprintf("✗ %s (%s)", s.Name, took))
 			return err
 		}
+		if said == "" {
+			said = s.Name
+		}
+		r.println(fmt.Sprintf("✓ %s (%s)", said, took))
 	}
 	return nil
 }
@@ -329,22 +329,6 @@ func lowerFirst(s string) string {
 	}
 	return string(unicode.ToLower(first)) + s[size:]
 }
-
-// Done ends a step successfully with a line that says what it did, or why there was nothing to
-// do, in place of the step's name: return steps.Done("Cluster %s exists", name).
-func Done(format string, args ...any) error {
-	return &doneError{msg: fmt.Sprintf(format, args...)}
-}
-
-type doneError struct{ msg string }
-
-// IsDone reports whether err is a Done: a step that ended well.
-func IsDone(err error) bool {
-	var done *doneError
-	return errors.As(err, &done)
-}
-
-func (e *doneError) Error() string { return e.msg }
 
 // OneLine is the first line of err, for a status line: the rest (a compiler's output, a
 // diagnosis) belongs in the error the command ends with.

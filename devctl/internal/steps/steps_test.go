@@ -21,15 +21,15 @@ func clock(ticks ...time.Duration) func() time.Time {
 	}
 }
 
-func ok(context.Context) error { return nil }
+func ok(context.Context) (string, error) { return "", nil }
 
 func TestRunPrintsOneLineBeforeAndAfterEachStep(t *testing.T) {
 	var out bytes.Buffer
 	r := &Runner{Out: &out, Now: clock(0, 12340*time.Millisecond, 0, 80*time.Millisecond)}
 	err := r.Run(context.Background(),
 		Step{Name: "Building images", Run: ok},
-		Step{Name: "Creating cluster mlkube", Run: func(context.Context) error {
-			return Done("Cluster %s exists", "mlkube")
+		Step{Name: "Creating cluster mlkube", Run: func(context.Context) (string, error) {
+			return "Cluster mlkube exists", nil
 		}},
 	)
 	if err != nil {
@@ -51,8 +51,8 @@ func TestRunStopsAtTheFirstFailure(t *testing.T) {
 	r := &Runner{Out: &out, Now: clock(0, time.Second, 0, 1200*time.Millisecond)}
 	err := r.Run(context.Background(),
 		Step{Name: "One", Run: ok},
-		Step{Name: "Two", Run: func(context.Context) error { return boom }},
-		Step{Name: "Three", Run: func(context.Context) error { ranThird = true; return nil }},
+		Step{Name: "Two", Run: func(context.Context) (string, error) { return "", boom }},
+		Step{Name: "Three", Run: func(context.Context) (string, error) { ranThird = true; return "", nil }},
 	)
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the step's own error", err)
@@ -119,7 +119,7 @@ func TestTasksReportWhatTheyDoAndHowLongTheyTook(t *testing.T) {
 	var out bytes.Buffer
 	c := newFakeClock()
 	r, draw := live(&out, c, false)
-	err := r.Run(context.Background(), Step{Name: "Building images", Run: func(ctx context.Context) error {
+	err := r.Run(context.Background(), Step{Name: "Building images", Run: func(ctx context.Context) (string, error) {
 		p := From(ctx)
 		c.Advance(15 * time.Second)
 		draw() // no task yet: the step itself
@@ -134,7 +134,7 @@ func TestTasksReportWhatTheyDoAndHowLongTheyTook(t *testing.T) {
 		op.Fail()
 		op.Done("") // a second end is ignored
 		p.Printf("version %s", "v1")
-		return Done("Built two images")
+		return "Built two images", nil
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -161,20 +161,20 @@ func TestOnATerminalTheSpinnerLineIsClearedBeforeEveryOtherLine(t *testing.T) {
 	c := newFakeClock()
 	r, draw := live(&out, c, true)
 	err := r.Run(context.Background(),
-		Step{Name: "Loading images", Run: func(ctx context.Context) error {
+		Step{Name: "Loading images", Run: func(ctx context.Context) (string, error) {
 			c.Advance(time.Second)
 			draw()
 			task := From(ctx).Start("loading into node a")
 			c.Advance(time.Second)
 			draw()
 			task.Done("")
-			return nil
+			return "", nil
 		}},
-		Step{Name: "Creating cluster", OwnProgress: true, Run: func(ctx context.Context) error {
+		Step{Name: "Creating cluster", OwnProgress: true, Run: func(ctx context.Context) (string, error) {
 			// kind draws its own spinner: no tick is read, and nothing is drawn over it.
 			c.Advance(time.Second)
 			From(ctx).Printf("kind says hello")
-			return nil
+			return "", nil
 		}},
 	)
 	if err != nil {

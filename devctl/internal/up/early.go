@@ -113,7 +113,7 @@ func (e *early) applied() *earlyApply {
 // appliedAll reports whether both manifests were applied while the cluster was created.
 func (e *early) appliedAll() bool {
 	a := e.applied()
-	return a != nil && steps.IsDone(a.operator) && steps.IsDone(a.nodeprobe)
+	return a != nil && a.operator.done() && a.nodeprobe.done()
 }
 
 // earlyBuild is an image built while the cluster was created, of the sources as they were when
@@ -296,9 +296,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 // that no pod of ours lands on a node that lacks its image.
 type earlyApply struct {
 	done chan struct{}
-	// operator and nodeprobe are what the applying steps report: a steps.Done, or why applying
-	// failed (the step then applies again); nil when there was no early apply (no early load).
-	operator, nodeprobe error
+	// operator and nodeprobe are what the applying steps report: what was applied, or why
+	// applying failed (the step then applies again); zero when there was no early apply (no early
+	// load).
+	operator, nodeprobe applied
 	// kube reached the cluster, for the steps after an applying step that reports the early apply.
 	kube *cluster.Clients
 }
@@ -321,15 +322,23 @@ func (e *early) startApply(ctx context.Context, c *kindcluster.Cluster, in insta
 		for _, img := range ours.All {
 			in.built = append(in.built, e.builds[img.Name].b)
 		}
-		if a.kube, a.operator = waitAPIServer(ctx, c, e.created); a.operator != nil {
+		if a.kube, a.operator.err = waitAPIServer(ctx, c, e.created); a.operator.err != nil {
 			return
 		}
-		if a.operator = in.applyOperator(ctx, a.kube); steps.IsDone(a.operator) {
-			a.nodeprobe = in.applyNodeprobe(ctx, a.kube)
+		if a.operator.line, a.operator.err = in.applyOperator(ctx, a.kube); a.operator.done() {
+			a.nodeprobe.line, a.nodeprobe.err = in.applyNodeprobe(ctx, a.kube)
 		}
 	}()
 	return a
 }
+
+// applied is what applying manifests did: the step's line, or why it failed.
+type applied struct {
+	line string
+	err  error
+}
+
+func (a applied) done() bool { return a.err == nil && a.line != "" }
 
 // waitAPIServer waits until the kubeconfig of the cluster kind is creating exists (kubeadm
 // writes it before it starts the control plane) and its apiserver reports itself ready; after
@@ -373,33 +382,31 @@ func waitAPIServer(ctx context.Context, c *kindcluster.Cluster, created <-chan s
 
 // unlessEarly is an applying step: it reports what the early apply of a new cluster did (part
 // picks which part), or runs apply with the cluster's clients.
-func (u *up) unlessEarly(part func(*earlyApply) error, apply func(context.Context, *cluster.Clients) error) func(context.Context) error {
-	return func(ctx context.Context) error {
+func (u *up) unlessEarly(part func(*earlyApply) applied, apply func(context.Context, *cluster.Clients) (string, error)) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
 		if a := u.early.applied(); a != nil {
-			if r := earlyResult(steps.From(ctx), part(a)); r != nil {
+			if line, ok := earlyResult(steps.From(ctx), part(a)); ok {
 				u.kube = a.kube
-				return r
+				return line, nil
 			}
 		}
 		kube, err := u.clients()
 		if err != nil {
-			return err
+			return "", err
 		}
 		return apply(ctx, kube)
 	}
 }
 
 // earlyResult is what an applying step reports after the early apply: its line, marked as done
-// while the cluster was created, or nil when the step must apply now (after saying why, when
+// while the cluster was created, or false when the step must apply now (after saying why, when
 // the early apply failed).
-func earlyResult(p *steps.Progress, result error) error {
+func earlyResult(p *steps.Progress, result applied) (string, bool) {
 	switch {
-	case result == nil:
-		return nil
-	case steps.IsDone(result):
-		return steps.Done("%s, while the cluster was created", result.Error())
-	default:
-		p.Printf("applying while the cluster was created failed, so applying now: %s", steps.OneLine(result))
-		return nil
+	case result.done():
+		return result.line + ", while the cluster was created", true
+	case result.err != nil:
+		p.Printf("applying while the cluster was created failed, so applying now: %s", steps.OneLine(result.err))
 	}
+	return "", false
 }

@@ -22,8 +22,8 @@ func TestUnlessEarly(t *testing.T) {
 	}{
 		{"existing cluster", nil, true, "✓ applied now"},
 		{"no early load", &earlyApply{}, true, "✓ applied now"},
-		{"applied early", &earlyApply{operator: steps.Done("Applied 3 created")}, false, "✓ Applied 3 created, while the cluster was created"},
-		{"early apply failed", &earlyApply{operator: errors.New("the apiserver is not ready: EOF")}, true,
+		{"applied early", &earlyApply{operator: applied{line: "Applied 3 created"}}, false, "✓ Applied 3 created, while the cluster was created"},
+		{"early apply failed", &earlyApply{operator: applied{err: errors.New("the apiserver is not ready: EOF")}}, true,
 			"applying while the cluster was created failed, so applying now: the apiserver is not ready: EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,17 +31,17 @@ func TestUnlessEarly(t *testing.T) {
 			if tc.early != nil {
 				u.early = &early{apply: tc.early}
 			}
-			applied := false
-			step := u.unlessEarly(func(a *earlyApply) error { return a.operator }, func(context.Context, *cluster.Clients) error {
-				applied = true
-				return steps.Done("applied now")
+			didApply := false
+			step := u.unlessEarly(func(a *earlyApply) applied { return a.operator }, func(context.Context, *cluster.Clients) (string, error) {
+				didApply = true
+				return "applied now", nil
 			})
 			var out bytes.Buffer
 			if err := (&steps.Runner{Out: &out}).Run(context.Background(), steps.Step{Name: "Applying", Run: step}); err != nil {
 				t.Fatal(err)
 			}
-			if applied != tc.wantApply {
-				t.Errorf("applied %t, want %t", applied, tc.wantApply)
+			if didApply != tc.wantApply {
+				t.Errorf("applied %t, want %t", didApply, tc.wantApply)
 			}
 			if !strings.Contains(out.String(), tc.wantLine) {
 				t.Errorf("output lacks %q:\n%s", tc.wantLine, out.String())

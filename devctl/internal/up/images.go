@@ -23,7 +23,7 @@ import (
 // buildImages builds the images whose sources changed since the nodes got them: an image whose
 // key (the hash of its sources, build flags and toolchain) gave an image that every node holds
 // is not built again.
-func (u *up) buildImages(ctx context.Context) error {
+func (u *up) buildImages(ctx context.Context) (string, error) {
 	p := steps.From(ctx)
 	// The early apply used the early builds, and is done once the apiserver answered.
 	loadedEarly := u.early.finish()
@@ -54,7 +54,7 @@ func (u *up) buildImages(ctx context.Context) error {
 	wg.Wait()
 	<-listed
 	if err := errors.Join(append(errs, listErr)...); err != nil {
-		return err
+		return "", err
 	}
 	byOrigin := map[origin][]string{}
 	for i, b := range got {
@@ -62,7 +62,7 @@ func (u *up) buildImages(ctx context.Context) error {
 		byOrigin[origins[i]] = append(byOrigin[origins[i]], b.Ref.String())
 	}
 	if len(byOrigin) == 1 && byOrigin[unchanged] != nil {
-		return steps.Done("Images unchanged, already on the nodes: %s (version %s)", strings.Join(byOrigin[unchanged], ", "), u.version)
+		return fmt.Sprintf("Images unchanged, already on the nodes: %s (version %s)", strings.Join(byOrigin[unchanged], ", "), u.version), nil
 	}
 	var parts []string
 	for _, o := range []origin{built, fromCache, unchanged} {
@@ -71,7 +71,7 @@ func (u *up) buildImages(ctx context.Context) error {
 		}
 	}
 	parts[0] = strings.ToUpper(parts[0][:1]) + parts[0][1:]
-	return steps.Done("%s (version %s)", strings.Join(parts, "; "), u.version)
+	return fmt.Sprintf("%s (version %s)", strings.Join(parts, "; "), u.version), nil
 }
 
 // origin is where an image of this run comes from.
@@ -192,7 +192,7 @@ func (u *up) onEveryNode(b *ours.Built) bool {
 // loadImages loads into each node the images it lacks, under their content tag and the :dev
 // alias. The content tag is the image's digest, so a node that lists it has exactly this image;
 // the alias must also name the same image, or the node gets the archive again to move it.
-func (u *up) loadImages(ctx context.Context) error {
+func (u *up) loadImages(ctx context.Context) (string, error) {
 	p := steps.From(ctx)
 	var toLoad []*ours.Built
 	var targets []int
@@ -216,14 +216,14 @@ func (u *up) loadImages(ctx context.Context) error {
 	}
 	if len(targets) == 0 {
 		if early != nil && early.err == nil {
-			return steps.Done("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), ours.DevTag, early.nodes)
+			return fmt.Sprintf("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), ours.DevTag, early.nodes), nil
 		}
-		return steps.Done("Images already on the nodes")
+		return "Images already on the nodes", nil
 	}
 	var refs []string
 	for _, b := range toLoad {
 		if b.Img == nil {
-			return fmt.Errorf("%s was not built in this run, yet a node lacks it", b.Ref)
+			return "", fmt.Errorf("%s was not built in this run, yet a node lacks it", b.Ref)
 		}
 		refs = append(refs, b.Ref.String())
 	}
@@ -232,9 +232,9 @@ func (u *up) loadImages(ctx context.Context) error {
 		to = append(to, u.nodes[i])
 	}
 	if err := load.Archive(ctx, refs, ourArchive(toLoad), to); err != nil {
-		return err
+		return "", err
 	}
-	return steps.Done("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), ours.DevTag, len(targets))
+	return fmt.Sprintf("Loaded %s (each also as :%s) into %d node(s)", strings.Join(refs, ", "), ours.DevTag, len(targets)), nil
 }
 
 // loadedAndAliased reports whether a node holds b under its content tag and its :dev alias

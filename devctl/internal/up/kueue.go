@@ -49,12 +49,12 @@ func (u *up) readyKueue() {
 
 // loadKueue waits for Kueue's manager and loads its image into the nodes our pods run on that
 // lack it.
-func (u *up) loadKueue(ctx context.Context) error {
+func (u *up) loadKueue(ctx context.Context) (string, error) {
 	p := steps.From(ctx)
 	task := p.Start("building Kueue's manager (hack/build-kubernetes.sh kueue)")
 	b, err := u.kueue.Wait(task)
 	if err != nil {
-		return err
+		return "", err
 	}
 	u.kueueImage = b
 	if b.Built {
@@ -64,60 +64,60 @@ func (u *up) loadKueue(ctx context.Context) error {
 	}
 	all, err := u.cluster.Nodes()
 	if err != nil {
-		return err
+		return "", err
 	}
 	targets := kindcluster.PodNodes(all)
 	var lacking []nodes.Node
 	for _, n := range targets {
 		have, err := kindcluster.NodeImages(n)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if _, ok := ours.Lookup(have, b.Ref); !ok {
 			lacking = append(lacking, n)
 		}
 	}
 	if len(lacking) == 0 {
-		return steps.Done("Kueue's image %s already on the nodes", b.Ref)
+		return fmt.Sprintf("Kueue's image %s already on the nodes", b.Ref), nil
 	}
 	if err := load.Archive(ctx, []string{b.Ref}, func(w io.Writer) error {
 		return b.WriteArchive(w, u.engine.Arch)
 	}, lacking); err != nil {
-		return err
+		return "", err
 	}
-	return steps.Done("Loaded Kueue's image %s into %d node(s)", b.Ref, len(lacking))
+	return fmt.Sprintf("Loaded Kueue's image %s into %d node(s)", b.Ref, len(lacking)), nil
 }
 
 // installKueue renders Kueue's chart of the version built and applies it: its namespace and
 // CRDs, once these are established everything else.
-func (u *up) installKueue(ctx context.Context) error {
+func (u *up) installKueue(ctx context.Context) (string, error) {
 	p := steps.From(ctx)
 	kube, err := u.clients()
 	if err != nil {
-		return err
+		return "", err
 	}
 	b := u.kueueImage
 	moduleDir, err := kueue.ModuleDir(ctx, u.root, b.Version)
 	if err != nil {
-		return err
+		return "", err
 	}
 	ch, err := kueue.LoadChart(kueue.ChartDir(moduleDir))
 	if err != nil {
-		return err
+		return "", err
 	}
 	if ch.AppVersion() != b.Version {
-		return fmt.Errorf("Kueue's chart in %s installs Kueue %s, not %s", kueue.ChartDir(moduleDir), ch.AppVersion(), b.Version)
+		return "", fmt.Errorf("Kueue's chart in %s installs Kueue %s, not %s", kueue.ChartDir(moduleDir), ch.AppVersion(), b.Version)
 	}
 	server, err := kube.Kube.Discovery().ServerVersion()
 	if err != nil {
-		return fmt.Errorf("asking the apiserver its version: %w", err)
+		return "", fmt.Errorf("asking the apiserver its version: %w", err)
 	}
 	objs, err := ch.Objects(kueue.Settings{Image: b.Ref, PodsReadyTimeout: u.opts.KueuePodsReadyTimeout, Kinds: v1beta1.Kinds}, server.GitVersion)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := kueue.MarkVersion(objs, b.Version); err != nil {
-		return err
+		return "", err
 	}
 	crds, rest := kueue.SplitCRDs(objs)
 	var mem *manifests.Memory
@@ -138,7 +138,7 @@ func (u *up) installKueue(ctx context.Context) error {
 	a, err := manifests.ApplyRemembering(ctx, kube, append([]*unstructured.Unstructured{kueue.NamespaceObject()}, crds...), mem)
 	add(a)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var established []manifests.Check
 	for _, crd := range crds {
@@ -148,16 +148,16 @@ func (u *up) installKueue(ctx context.Context) error {
 		task := p.Start(fmt.Sprintf("waiting for Kueue's %d CRDs to be established", len(crds)))
 		if err := u.wait(ctx, manifests.All(established...)); err != nil {
 			task.Fail()
-			return fmt.Errorf("Kueue's CRDs: %w", err)
+			return "", fmt.Errorf("Kueue's CRDs: %w", err)
 		}
 		task.Done("")
 	}
 	a, err = manifests.ApplyRemembering(ctx, kube, rest, mem)
 	add(a)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return steps.Done("Applied Kueue %s from its chart (%s, %d CRDs): %s", b.Version, shortChartDir(moduleDir), len(crds), total)
+	return fmt.Sprintf("Applied Kueue %s from its chart (%s, %d CRDs): %s", b.Version, shortChartDir(moduleDir), len(crds), total), nil
 }
 
 // shortChartDir names the chart as sigs.k8s.io/kueue@v0.17.0/charts/kueue, without the module
@@ -171,39 +171,39 @@ func shortChartDir(moduleDir string) string {
 }
 
 // waitKueue waits for Kueue's manager to roll out and its webhooks to answer.
-func (u *up) waitKueue(ctx context.Context) error {
+func (u *up) waitKueue(ctx context.Context) (string, error) {
 	ready := manifests.All(manifests.DeploymentRolledOut(u.kube, kueue.DeploymentKey), kueue.WebhookAnswers(u.kube))
 	if ok, _, err := ready(ctx); err == nil && ok {
-		return steps.Done("Kueue already running %s; its webhooks answer", u.kueueImage.Ref)
+		return fmt.Sprintf("Kueue already running %s; its webhooks answer", u.kueueImage.Ref), nil
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return steps.Done("Kueue running %s; its webhooks answer", u.kueueImage.Ref)
+		return fmt.Sprintf("Kueue running %s; its webhooks answer", u.kueueImage.Ref), nil
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return "", err
 	}
-	return u.notReady(ctx, "Kueue", kueue.Namespace, err, func(ctx context.Context, kubectl string) string {
+	return "", u.notReady(ctx, "Kueue", kueue.Namespace, err, func(ctx context.Context, kubectl string) string {
 		return manifests.Diagnose(ctx, u.kube.Kube, kueue.DeploymentKey, kubectl)
 	})
 }
 
 // applyQueues makes the default queues (kueue.Queues), the ClusterQueue's quota what the nodes
 // can still run; a later up sizes it again.
-func (u *up) applyQueues(ctx context.Context) error {
+func (u *up) applyQueues(ctx context.Context) (string, error) {
 	p := steps.From(ctx)
 	var list corev1.NodeList
 	if err := u.kube.List(ctx, &list); err != nil {
-		return fmt.Errorf("listing the nodes: %w", err)
+		return "", fmt.Errorf("listing the nodes: %w", err)
 	}
 	var pods corev1.PodList
 	if err := u.kube.List(ctx, &pods); err != nil {
-		return fmt.Errorf("listing the pods: %w", err)
+		return "", fmt.Errorf("listing the pods: %w", err)
 	}
 	quota, taken := kueue.Quota(list.Items, pods.Items)
 	results, err := kueue.ApplyQueues(ctx, u.kube, kueue.Queues(quota))
 	if err != nil {
-		return err
+		return "", err
 	}
 	var said []string
 	for _, r := range results {
@@ -212,8 +212,8 @@ func (u *up) applyQueues(ctx context.Context) error {
 			p.Printf("%s was changed by hand (%s): kept; delete it and run devctl up --kueue again for devctl's", kueue.Describe(r.Object), r.Conflict)
 		}
 	}
-	return steps.Done("%s; quota %s: what the nodes can run beside the %d pods outside Kueue. Queue a job with the label %s: %s",
-		strings.Join(said, ", "), kueue.DescribeQuota(quota), taken, kueue.QueueLabel, kueue.LocalQueue)
+	return fmt.Sprintf("%s; quota %s: what the nodes can run beside the %d pods outside Kueue. Queue a job with the label %s: %s",
+		strings.Join(said, ", "), kueue.DescribeQuota(quota), taken, kueue.QueueLabel, kueue.LocalQueue), nil
 }
 
 // keepKueue says whether the operator runs its Kueue integration (--kueue): when --kueue is
@@ -233,10 +233,10 @@ func (u *up) keepKueue(ctx context.Context, kube *cluster.Clients) (bool, error)
 
 // applyOperatorKueue applies the operator's manifests, with --kueue among the operator's
 // arguments where keepKueue says so.
-func (u *up) applyOperatorKueue(ctx context.Context, kube *cluster.Clients) error {
+func (u *up) applyOperatorKueue(ctx context.Context, kube *cluster.Clients) (string, error) {
 	on, err := u.keepKueue(ctx, kube)
 	if err != nil {
-		return err
+		return "", err
 	}
 	u.install.kueue = on
 	return u.install.applyOperator(ctx, kube)

@@ -56,27 +56,27 @@ func (in *install) nodeprobeImage() string {
 
 // applyOperator applies the operator's manifests through kube. Objects as devctl's last apply
 // left them are not applied again: the CRDs' no-op applies are most of this step's time.
-func (in *install) applyOperator(ctx context.Context, kube *cluster.Clients) error {
+func (in *install) applyOperator(ctx context.Context, kube *cluster.Clients) (string, error) {
 	objs, err := manifests.Read(config.FS, config.Default)
 	if err != nil {
-		return fmt.Errorf("reading the operator manifests: %w", err)
+		return "", fmt.Errorf("reading the operator manifests: %w", err)
 	}
 	if err := manifests.SetImage(objs, cluster.OperatorDevImage, in.operatorImage()); err != nil {
-		return err
+		return "", err
 	}
 	d := manifests.Find(objs, "Deployment", cluster.OperatorNamespace, cluster.OperatorDeployment)
 	if d == nil {
-		return fmt.Errorf("the operator manifests have no Deployment %s/%s", cluster.OperatorNamespace, cluster.OperatorDeployment)
+		return "", fmt.Errorf("the operator manifests have no Deployment %s/%s", cluster.OperatorNamespace, cluster.OperatorDeployment)
 	}
 	setVersion(d, in.version)
 	if in.kueue {
 		if err := addArg(d, cluster.OperatorContainer, "--kueue"); err != nil {
-			return err
+			return "", err
 		}
 	}
 	objs, kept, err := withoutLiveAcceleratorConfig(ctx, kube, objs)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var mem *manifests.Memory
 	if dir, err := cache.Dir(); err == nil {
@@ -87,24 +87,24 @@ func (in *install) applyOperator(ctx context.Context, kube *cluster.Clients) err
 		steps.From(ctx).Printf("not remembering what was applied: %v", serr)
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	if kept {
-		return steps.Done("Applied the operator manifests: %s; kept the accelerator config (nodeprobe's)", applied)
+		return fmt.Sprintf("Applied the operator manifests: %s; kept the accelerator config (nodeprobe's)", applied), nil
 	}
-	return steps.Done("Applied the operator manifests: %s", applied)
+	return fmt.Sprintf("Applied the operator manifests: %s", applied), nil
 }
 
-func (in *install) applyNodeprobe(ctx context.Context, kube *cluster.Clients) error {
+func (in *install) applyNodeprobe(ctx context.Context, kube *cluster.Clients) (string, error) {
 	objs, err := nodeprobeObjects(in.nodeprobeImage(), in.version)
 	if err != nil {
-		return err
+		return "", err
 	}
 	applied, err := manifests.Apply(ctx, kube, objs)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return steps.Done("Applied the nodeprobe manifests: %s", applied)
+	return fmt.Sprintf("Applied the nodeprobe manifests: %s", applied), nil
 }
 
 // setVersion records the version devctl built on o, for devctl status and version.
@@ -200,7 +200,7 @@ func (u *up) clients() (*cluster.Clients, error) {
 
 // waitOperator waits for every kind's CRD to be served and the operator Deployment to run the new
 // image on every replica; both already true means nothing changed, and there is no wait.
-func (u *up) waitOperator(ctx context.Context) error {
+func (u *up) waitOperator(ctx context.Context) (string, error) {
 	key := client.ObjectKey{Namespace: cluster.OperatorNamespace, Name: cluster.OperatorDeployment}
 	var checks []manifests.Check
 	for _, k := range v1beta1.Kinds {
@@ -209,41 +209,41 @@ func (u *up) waitOperator(ctx context.Context) error {
 	ready := manifests.All(append(checks, manifests.DeploymentRolledOut(u.kube, key))...)
 	if ok, _, err := ready(ctx); err == nil && ok {
 		if u.early.appliedAll() {
-			return steps.Done("Operator running %s, started while the cluster was created", u.operatorImage())
+			return fmt.Sprintf("Operator running %s, started while the cluster was created", u.operatorImage()), nil
 		}
-		return steps.Done("Operator already running %s", u.operatorImage())
+		return fmt.Sprintf("Operator already running %s", u.operatorImage()), nil
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return steps.Done("Operator running %s", u.operatorImage())
+		return fmt.Sprintf("Operator running %s", u.operatorImage()), nil
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return "", err
 	}
-	return u.notReady(ctx, "the operator", cluster.OperatorNamespace, err, func(ctx context.Context, kubectl string) string {
+	return "", u.notReady(ctx, "the operator", cluster.OperatorNamespace, err, func(ctx context.Context, kubectl string) string {
 		return manifests.Diagnose(ctx, u.kube.Kube, key, kubectl)
 	})
 }
 
 // waitNodeprobe waits for the DaemonSet to run its new image, ready, on every node.
-func (u *up) waitNodeprobe(ctx context.Context) error {
+func (u *up) waitNodeprobe(ctx context.Context) (string, error) {
 	key := client.ObjectKey{Namespace: cluster.NodeprobeNamespace, Name: cluster.NodeprobeDaemonSet}
 	ready := manifests.DaemonSetRolledOut(u.kube, key)
 	image := u.nodeprobeImage()
 	if ok, _, err := ready(ctx); err == nil && ok {
 		if u.early.appliedAll() {
-			return steps.Done("nodeprobe running %s on %s, started while the cluster was created", image, u.nodeprobeNodes(ctx))
+			return fmt.Sprintf("nodeprobe running %s on %s, started while the cluster was created", image, u.nodeprobeNodes(ctx)), nil
 		}
-		return steps.Done("nodeprobe already running %s on %s", image, u.nodeprobeNodes(ctx))
+		return fmt.Sprintf("nodeprobe already running %s on %s", image, u.nodeprobeNodes(ctx)), nil
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return steps.Done("nodeprobe running %s on %s", image, u.nodeprobeNodes(ctx))
+		return fmt.Sprintf("nodeprobe running %s on %s", image, u.nodeprobeNodes(ctx)), nil
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return "", err
 	}
-	return u.notReady(ctx, "nodeprobe", cluster.NodeprobeNamespace, err, func(ctx context.Context, kubectl string) string {
+	return "", u.notReady(ctx, "nodeprobe", cluster.NodeprobeNamespace, err, func(ctx context.Context, kubectl string) string {
 		return manifests.DiagnoseDaemonSet(ctx, u.kube.Kube, key, kubectl)
 	})
 }

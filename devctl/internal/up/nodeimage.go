@@ -21,36 +21,36 @@ const nodeImageScript = "clusters/nodeimage/build.sh"
 // from Docker's image store when its recipe is unchanged). kind's own default is never taken in
 // silence: it is another Kubernetes version, and its nodes lack the pod network our cluster
 // configs expect.
-func (u *up) chooseNodeImage(ctx context.Context) error {
+func (u *up) chooseNodeImage(ctx context.Context) (string, error) {
 	exists, err := u.cluster.Exists()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if exists {
-		return steps.Done("Cluster %s exists: its nodes keep their image", u.opts.Name)
+		return fmt.Sprintf("Cluster %s exists: its nodes keep their image", u.opts.Name), nil
 	}
 	if u.opts.NodeImage != "" {
 		if u.published = kindsOwn(u.opts.NodeImage); u.published {
-			return steps.Done("Node image %s, as --image gives: kind's own, so a single node gets kind's pod network (kindnet)", u.opts.NodeImage)
+			return fmt.Sprintf("Node image %s, as --image gives: kind's own, so a single node gets kind's pod network (kindnet)", u.opts.NodeImage), nil
 		}
-		return steps.Done("Node image %s, as --image gives", u.opts.NodeImage)
+		return fmt.Sprintf("Node image %s, as --image gives", u.opts.NodeImage), nil
 	}
 	published := publishedNodeImage()
 	why, ok := havePublished(ctx, steps.From(ctx), published)
 	if ok {
 		u.opts.NodeImage, u.published = published, true
 		if published != publishedDefault {
-			return steps.Done("Node image %s: standing in for kind's published image, as %s says (%s)", published, publishedEnv, why)
+			return fmt.Sprintf("Node image %s: standing in for kind's published image, as %s says (%s)", published, publishedEnv, why), nil
 		}
-		return steps.Done("Node image %s: kind's published image for Kubernetes %s (%s)", published, publishedVersion, why)
+		return fmt.Sprintf("Node image %s: kind's published image for Kubernetes %s (%s)", published, publishedVersion, why), nil
 	}
 	steps.From(ctx).Printf("not kind's published image %s: %s", published, why)
 	tag, err := buildNodeImage(ctx, u.root, steps.From(ctx))
 	if err != nil {
-		return err
+		return "", err
 	}
 	u.opts.NodeImage = tag
-	return steps.Done("Node image %s: mlkube's offline image (no --image given), built from Go modules and kept in Docker's image store", tag)
+	return fmt.Sprintf("Node image %s: mlkube's offline image (no --image given), built from Go modules and kept in Docker's image store", tag), nil
 }
 
 // kind's published node image of our Kubernetes minor version, pinned by digest, as kind's

@@ -25,24 +25,24 @@ func (u *up) readyRegistryImage() {
 
 // runRegistry runs the local registry (package registry) and makes the cluster's nodes pull
 // localhost:5001 from it.
-func (u *up) runRegistry(ctx context.Context) error {
+func (u *up) runRegistry(ctx context.Context) (string, error) {
 	p := steps.From(ctx)
 	task := p.Start("readying the registry's image")
 	ref, err := u.registry.Wait(task)
 	if err != nil {
-		return err
+		return "", err
 	}
 	task.Done("%s", ref)
 	state, err := registry.Ensure(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("%w\n(devctl up --registry=false makes the cluster without a local registry)", err)
+		return "", fmt.Errorf("%w\n(devctl up --registry=false makes the cluster without a local registry)", err)
 	}
 	if err := registry.Connect(ctx); err != nil {
-		return err
+		return "", err
 	}
 	all, err := u.cluster.Nodes()
 	if err != nil {
-		return err
+		return "", err
 	}
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
@@ -57,19 +57,19 @@ func (u *up) runRegistry(ctx context.Context) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return "", err
 	}
 	if err := u.announceRegistry(ctx); err != nil {
-		return err
+		return "", err
 	}
 	held := ""
 	if repos, err := registry.Catalog(ctx); err == nil {
 		held = ", holding " + registry.CountRepositories(len(repos))
 	}
 	if stale {
-		return steps.Done("Registry %s %s%s; but cluster %s was made before devctl ran a registry and its nodes cannot pull from it: make it again to use it (devctl down --name %[4]s, then devctl up --name %[4]s)", registry.Host, state, held, u.opts.Name)
+		return fmt.Sprintf("Registry %s %s%s; but cluster %s was made before devctl ran a registry and its nodes cannot pull from it: make it again to use it (devctl down --name %[4]s, then devctl up --name %[4]s)", registry.Host, state, held, u.opts.Name), nil
 	}
-	return steps.Done("Registry %s %s%s; every node pulls from it", registry.Host, state, held)
+	return fmt.Sprintf("Registry %s %s%s; every node pulls from it", registry.Host, state, held), nil
 }
 
 // announceRegistry writes KEP-1755's ConfigMap into the cluster.

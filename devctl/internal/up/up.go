@@ -79,11 +79,11 @@ func Run(ctx context.Context, opts Options, status, out io.Writer) error {
 		all = append(all, u.kueueSteps()...)
 	}
 	all = append(all, []steps.Step{
-		{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.operator }, u.applyOperatorKueue)},
+		{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) applied { return a.operator }, u.applyOperatorKueue)},
 		{Name: "Waiting for the operator", Run: u.waitOperator},
 		// nodeprobe after the operator: its manifests need the operator's namespace and the
 		// accelerator ConfigMap it fills.
-		{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) error { return a.nodeprobe }, u.applyNodeprobe)},
+		{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) applied { return a.nodeprobe }, u.applyNodeprobe)},
 		{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
 	}...)
 	if !opts.NoRegistry {
@@ -127,10 +127,10 @@ type up struct {
 	published bool
 }
 
-func (u *up) checkDocker(ctx context.Context) error {
+func (u *up) checkDocker(ctx context.Context) (string, error) {
 	engine, err := kindcluster.CheckDocker(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	u.engine = engine
 	if !u.opts.NoRegistry {
@@ -139,54 +139,54 @@ func (u *up) checkDocker(ctx context.Context) error {
 	if u.opts.Kueue {
 		u.readyKueue()
 	}
-	return steps.Done("Docker %s answers", engine.Version)
+	return fmt.Sprintf("Docker %s answers", engine.Version), nil
 }
 
-func (u *up) createCluster(ctx context.Context) error {
+func (u *up) createCluster(ctx context.Context) (string, error) {
 	exists, err := u.cluster.Exists()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if exists {
 		return u.useCluster(ctx)
 	}
 	cfg, from, err := u.config()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !u.opts.NoRegistry {
 		if cfg, err = registry.KindConfig(cfg); err != nil {
-			return fmt.Errorf("%s: %w", from, err)
+			return "", fmt.Errorf("%s: %w", from, err)
 		}
 	}
 	u.version = checkout.Version(u.ctx, u.root)
 	u.early = u.startEarly(cfg)
 	if err := u.cluster.Create(cfg, u.opts.NodeImage, u.opts.Wait); err != nil {
 		u.early.abandon()
-		return err
+		return "", err
 	}
 	u.early.clusterCreated()
-	return steps.Done("Created cluster %s from %s", u.opts.Name, from)
+	return fmt.Sprintf("Created cluster %s from %s", u.opts.Name, from), nil
 }
 
 // useCluster takes the cluster that exists, when it is devctl's and of the shape asked for.
-func (u *up) useCluster(ctx context.Context) error {
+func (u *up) useCluster(ctx context.Context) (string, error) {
 	if err := u.cluster.CheckOurs(ctx); err != nil {
-		return err
+		return "", err
 	}
 	if u.opts.Workers > 0 {
 		all, err := u.cluster.Nodes()
 		if err != nil {
-			return err
+			return "", err
 		}
 		if len(all) != u.opts.Workers+1 {
-			return fmt.Errorf("cluster %s exists with %d node(s); --workers %d asks for %d: --workers shapes a cluster only when up creates it, so delete this one first (devctl down --name %s)", u.opts.Name, len(all), u.opts.Workers, u.opts.Workers+1, u.opts.Name)
+			return "", fmt.Errorf("cluster %s exists with %d node(s); --workers %d asks for %d: --workers shapes a cluster only when up creates it, so delete this one first (devctl down --name %s)", u.opts.Name, len(all), u.opts.Workers, u.opts.Workers+1, u.opts.Name)
 		}
 	}
 	if err := u.cluster.ExportKubeConfig(); err != nil {
-		return fmt.Errorf("writing the kubeconfig context %s: %w", u.cluster.Context(), err)
+		return "", fmt.Errorf("writing the kubeconfig context %s: %w", u.cluster.Context(), err)
 	}
-	return steps.Done("Cluster %s exists", u.opts.Name)
+	return fmt.Sprintf("Cluster %s exists", u.opts.Name), nil
 }
 
 // config is the kind config of a new cluster, and where it comes from.
