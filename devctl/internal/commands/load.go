@@ -175,22 +175,24 @@ type jobImages struct {
 	seen map[string]string
 }
 
-// imageCheck is the check of a job's images against a kind cluster's pod nodes, in two parts:
-// quick, docker.Glance; then, when the engine holds any, the listing of the nodes.
+// imageCheck is the check of a job's images against a kind cluster's pod nodes, in two parts
+// that run in the background: glance, docker.Glance; then plan, when the engine holds any of
+// the images, the listing of the nodes (an empty plan when it holds none).
 type imageCheck struct {
 	cluster *kindcluster.Cluster
 	memory  *docker.Memory
 	uses    []docker.Use
 	refs    []string
 
-	quick    chan struct{}
-	local    []docker.Image
-	pods     []kindcluster.NodeContainer
-	quickErr error
+	glance *steps.Background[glance]
+	plan   *steps.Background[*docker.Plan]
+}
 
-	done chan struct{}
-	plan *docker.Plan
-	err  error
+// glance is what docker.Glance finds: the job's images the engine holds, and the pod nodes'
+// containers.
+type glance struct {
+	local []docker.Image
+	pods  []kindcluster.NodeContainer
 }
 
 // checkImages starts checking the images of job against the kind cluster of the kubeconfig
@@ -206,18 +208,19 @@ func checkImages(ctx context.Context, kubeContext string, job client.Object) *im
 	uses := docker.Of(j)
 	c := &imageCheck{
 		cluster: kindcluster.New(name, kindcmd.NewLogger()), memory: loadedMemory(name),
-		uses: uses, refs: docker.Refs(uses), quick: make(chan struct{}), done: make(chan struct{}),
+		uses: uses, refs: docker.Refs(uses),
 	}
-	go func() {
-		defer close(c.done)
-		c.local, c.pods, c.quickErr = docker.Glance(ctx, c.cluster, c.refs)
-		close(c.quick)
-		if c.quickErr != nil || len(c.local) == 0 {
-			c.plan, c.err = &docker.Plan{}, c.quickErr
-			return
+	c.glance = steps.Go(func(func(string)) (glance, error) {
+		local, pods, err := docker.Glance(ctx, c.cluster, c.refs)
+		return glance{local: local, pods: pods}, err
+	})
+	c.plan = steps.Go(func(func(string)) (*docker.Plan, error) {
+		g, err := c.glance.Wait(nil)
+		if err != nil || len(g.local) == 0 {
+			return &docker.Plan{}, err
 		}
-		c.plan, c.err = docker.CheckNodes(ctx, c.cluster, c.local)
-	}()
+		return docker.CheckNodes(ctx, c.cluster, g.local)
+	})
 	return c
 }
 
@@ -240,70 +243,71 @@ func (r *runner) ensureImages(ctx context.Context, c *imageCheck) error {
 	if c == nil {
 		return nil
 	}
-	<-c.quick
+	g, err := c.glance.Wait(nil)
 	r.local = &jobImages{refs: c.refs, seen: map[string]string{}}
-	if c.quickErr != nil {
-		r.say("warning: not loading the job's images from Docker into the nodes: %s", steps.OneLine(c.quickErr))
+	if err != nil {
+		r.say("warning: not loading the job's images from Docker into the nodes: %s", steps.OneLine(err))
 		return nil
 	}
-	for _, img := range c.local {
+	for _, img := range g.local {
 		r.local.seen[img.Ref] = img.ID
 	}
-	if len(c.local) == 0 {
+	if len(g.local) == 0 {
 		return nil
 	}
-	r.warnPulled(c)
-	if c.memory.Covers(c.pods, c.local) {
-		go r.lateLoad(ctx, c)
+	r.warnPulled(c, g.local)
+	if c.memory.Covers(g.pods, g.local) {
+		go r.lateLoad(ctx, c, g.pods)
 		return nil
 	}
-	<-c.done
-	if c.err != nil {
-		r.say("warning: not loading the job's images from Docker into the nodes: %s", steps.OneLine(c.err))
+	plan, err := c.plan.Wait(nil)
+	if err != nil {
+		r.say("warning: not loading the job's images from Docker into the nodes: %s", steps.OneLine(err))
 		return nil
 	}
-	if len(c.plan.Load) == 0 {
-		c.learn()
+	if len(plan.Load) == 0 {
+		c.learn(g.pods, plan)
 		return nil
 	}
-	return r.loadSteps(ctx, c)
+	return r.loadSteps(ctx, c, g.pods, plan)
 }
 
-// learn remembers what the listing of the nodes found; failing costs only a listing next time.
-func (c *imageCheck) learn() {
-	c.memory.Learn(c.pods, c.plan)
+// learn remembers what the listing of the nodes (pods are their containers) found; failing
+// costs only a listing next time.
+func (c *imageCheck) learn(pods []kindcluster.NodeContainer, plan *docker.Plan) {
+	c.memory.Learn(pods, plan)
 	_ = c.memory.Save()
 }
 
 // lateLoad waits for the listing of the nodes that the memory let run skip, and loads what it
 // finds missing after all: the kubelet pulls again after its back-off and then finds it.
-func (r *runner) lateLoad(ctx context.Context, c *imageCheck) {
-	<-c.done
-	if c.err != nil || ctx.Err() != nil {
+func (r *runner) lateLoad(ctx context.Context, c *imageCheck, pods []kindcluster.NodeContainer) {
+	plan, err := c.plan.Wait(nil)
+	if err != nil || ctx.Err() != nil {
 		return
 	}
-	if len(c.plan.Load) > 0 {
-		r.say("warning: %s no longer on the nodes, though devctl had loaded it: loading it again; a pod waiting for it starts once the kubelet tries again", list(c.plan.Load))
-		if err := r.loadSteps(ctx, c); err != nil && ctx.Err() == nil {
+	if len(plan.Load) > 0 {
+		r.say("warning: %s no longer on the nodes, though devctl had loaded it: loading it again; a pod waiting for it starts once the kubelet tries again", list(plan.Load))
+		if err := r.loadSteps(ctx, c, pods, plan); err != nil && ctx.Err() == nil {
 			r.say("error: %v", err)
 		}
 		return
 	}
-	c.learn()
+	c.learn(pods, plan)
 }
 
-// loadSteps loads what c's plan says the nodes lack, as a step of its own on the status stream.
-func (r *runner) loadSteps(ctx context.Context, c *imageCheck) error {
+// loadSteps loads what plan says the nodes lack, as a step of its own on the status stream.
+func (r *runner) loadSteps(ctx context.Context, c *imageCheck, pods []kindcluster.NodeContainer, plan *docker.Plan) error {
 	sr := steps.Runner{Out: r.status, Terminal: steps.IsTerminal(r.status)}
 	return sr.Run(ctx, steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) (string, error) {
-		return loadPlan(ctx, c.plan, c.memory, c.pods)
+		return loadPlan(ctx, plan, c.memory, pods)
 	}})
 }
 
-// warnPulled warns of containers that would pull an image loaded from Docker rather than run
+// warnPulled warns of the job's containers that would pull an image loaded from Docker rather than run
 // it: imagePullPolicy Always, which is also the default for :latest.
-func (r *runner) warnPulled(c *imageCheck) {
-	for _, img := range c.local {
+func (r *runner) warnPulled(c *imageCheck, local []docker.Image) {
+	for _, img := range local {
 		var where []string
 		for _, u := range c.uses {
 			if u.Image == img.Ref && u.PullsAlways() {

@@ -4,7 +4,8 @@ import "sync"
 
 // Background is work that runs while the steps before the one that needs it go on (a build of
 // minutes overlapping the cluster's creation). The step that needs it waits for it on its task,
-// which shows what the work says meanwhile.
+// which shows what the work says meanwhile. Its value may be waited for any number of times.
+// The work ends with the context it was given by whoever started it: Background cancels nothing.
 type Background[T any] struct {
 	done  chan struct{}
 	value T
@@ -34,9 +35,16 @@ func (b *Background[T]) say(doing string) {
 	}
 }
 
-// Wait waits for the work and gives what it made; task shows what the work says until then, and
-// fails with it.
+// Done is closed once the work has ended, for a select beside a context.
+func (b *Background[T]) Done() <-chan struct{} { return b.done }
+
+// Wait waits for the work and gives what it made. A task, when given, shows what the work says
+// until then, and fails with it; nil waits in silence (work that shows elsewhere, or none).
 func (b *Background[T]) Wait(task *Task) (T, error) {
+	if task == nil {
+		<-b.done
+		return b.value, b.err
+	}
 	b.mu.Lock()
 	b.task = task
 	if b.doing != "" {

@@ -65,3 +65,26 @@ func TestBackgroundWorkShowsOnTheTaskThatWaits(t *testing.T) {
 		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
+
+// Work that no task shows is waited for in silence, as often as asked, and Done closes once it
+// has ended, for a select beside a context.
+func TestBackgroundWaitWithoutATask(t *testing.T) {
+	goOn := make(chan struct{})
+	b := Go(func(progress func(string)) (int, error) {
+		progress("said to no one")
+		<-goOn
+		return 7, nil
+	})
+	select {
+	case <-b.Done():
+		t.Fatal("Done closed before the work ended")
+	default:
+	}
+	close(goOn)
+	<-b.Done()
+	for range 2 {
+		if v, err := b.Wait(nil); v != 7 || err != nil {
+			t.Errorf("Wait(nil) = %d, %v; want 7, nil", v, err)
+		}
+	}
+}
