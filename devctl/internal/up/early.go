@@ -25,167 +25,128 @@ import (
 // It is quiet (kind draws its own progress meanwhile): the later steps report what was done, or
 // do it again and say why.
 
-// early is that work: the images are of the sources as they were when up started. Its state is
-// its own; the steps read it through its methods, which a nil early (up found the cluster)
-// answers as "nothing done".
+// early is that work, started by the step that creates the cluster and handed, part by part, to
+// the steps that report it: the builds to "Building images", the load to "Loading images into the
+// nodes", the apply to the applying and waiting steps. A part that is nil did not run (up found
+// the cluster, or the part could not start): its step does the work itself. The images are of
+// the sources as they were when up started.
 type early struct {
-	builds map[string]*earlyBuild
-	// load and apply are nil when the kind config's nodes cannot be counted: the steps then do
-	// their work themselves. apply is also nil with --kueue.
-	load  *earlyLoad
-	apply *earlyApply
+	// builds are ours.All's, by name.
+	builds map[string]*steps.Background[earlyBuild]
+	// load and apply are nil when the kind config's nodes cannot be counted. apply is also nil
+	// with --kueue.
+	load  *steps.Background[earlyLoad]
+	apply *steps.Background[earlyApply]
 	// created closes once kind's Create has returned; stop ends the load's and apply's context.
 	created chan struct{}
 	stop    context.CancelFunc
 }
 
-// startEarly starts the early work for the cluster kind creates from cfg.
-func (u *up) startEarly(cfg []byte) *early {
-	e := &early{builds: u.buildEarly(), created: make(chan struct{})}
-	ctx, stop := context.WithCancel(u.ctx)
-	e.stop = stop
-	if want, err := kindcluster.ConfigNodes(cfg); err == nil {
-		e.load = e.startLoad(ctx, u.cluster, want)
-		// With --kueue the operator starts after Kueue, which needs the cluster: the applying
-		// steps do it.
-		if !u.opts.Kueue {
-			e.apply = e.startApply(ctx, u.cluster, u.install)
-		}
+// startEarly starts the early work for the cluster kind creates from cfg; the builds are of
+// version, for arch.
+func (u *up) startEarly(ctx context.Context, cfg []byte, version, arch string) early {
+	builds, created := startBuilds(ctx, u.root, version, arch), make(chan struct{})
+	e := early{builds: builds, created: created}
+	ctx, e.stop = context.WithCancel(ctx)
+	want, err := kindcluster.ConfigNodes(cfg)
+	if err != nil {
+		return e
+	}
+	load := steps.Go(func(func(string)) (earlyLoad, error) { return runLoad(ctx, builds, u.cluster, want) })
+	e.load = load
+	// With --kueue the operator starts after Kueue, which needs the cluster: the applying steps
+	// do it.
+	if !u.opts.Kueue {
+		in := install{name: u.opts.Name, version: version}
+		e.apply = steps.Go(func(func(string)) (earlyApply, error) {
+			return runApply(ctx, builds, load, created, u.cluster, in), nil
+		})
 	}
 	return e
 }
 
 // clusterCreated says that kind's Create has returned.
-func (e *early) clusterCreated() { close(e.created) }
+func (e early) clusterCreated() { close(e.created) }
 
 // abandon stops the load and the apply after kind failed to create the cluster, and waits for
 // them to end; the builds go on, for the cache.
-func (e *early) abandon() {
+func (e early) abandon() {
 	e.stop()
-	e.wait()
-}
-
-// wait waits for the load and the apply, those there are, to end.
-func (e *early) wait() {
 	if e.load != nil {
-		<-e.load.done
+		<-e.load.Done()
 	}
 	if e.apply != nil {
-		<-e.apply.done
+		<-e.apply.Done()
 	}
 }
 
-// finish waits for the load and the apply to end, and reports whether the load put every early
-// build on every node our pods run on.
-func (e *early) finish() bool {
-	if e == nil {
-		return false
+// applied is what the early apply did; zero when there was none.
+func (e early) applied() earlyApply {
+	if e.apply == nil {
+		return earlyApply{}
 	}
-	e.wait()
-	e.stop()
-	return e.load != nil && e.load.err == nil
-}
-
-// build is the early build of the image called name; nil when there was none.
-func (e *early) build(name string) *earlyBuild {
-	if e == nil {
-		return nil
-	}
-	return e.builds[name]
-}
-
-// loaded is the early load; nil when there was none.
-func (e *early) loaded() *earlyLoad {
-	if e == nil {
-		return nil
-	}
-	return e.load
-}
-
-// applied is the early apply; nil when there was none.
-func (e *early) applied() *earlyApply {
-	if e == nil {
-		return nil
-	}
-	return e.apply
-}
-
-// appliedAll reports whether both manifests were applied while the cluster was created.
-func (e *early) appliedAll() bool {
-	a := e.applied()
-	return a != nil && a.operator.done() && a.nodeprobe.done()
+	a, _ := e.apply.Wait(nil)
+	return a
 }
 
 // earlyBuild is an image built while the cluster was created, of the sources as they were when
 // up started. key is their hash; stable says the sources still hashed the same after the build,
 // so that the cache may remember the image under key.
 type earlyBuild struct {
-	done   chan struct{}
 	key    string
 	keyErr error
 	stable bool
 	b      *ours.Built
-	err    error
 	// cached: b is the image the cache kept for key, and there was no build.
 	cached bool
 }
 
-// buildEarly starts building every image, or taking it from the cache when its sources are
+// startBuilds starts building every image, or taking it from the cache when its sources are
 // those of a kept image.
-func (u *up) buildEarly() map[string]*earlyBuild {
-	ctx := u.ctx
-	opts := ours.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
-	kept := u.imageCache(nil)
-	builds := map[string]*earlyBuild{}
+func startBuilds(ctx context.Context, root, version, arch string) map[string]*steps.Background[earlyBuild] {
+	kept := imageCache(nil)
+	builds := map[string]*steps.Background[earlyBuild]{}
 	for _, img := range ours.All {
-		e := &earlyBuild{done: make(chan struct{})}
-		builds[img.Name] = e
-		go func() {
-			defer close(e.done)
+		builds[img.Name] = steps.Go(func(progress func(string)) (earlyBuild, error) {
+			opts := ours.Options{Dir: root, Version: version, Arch: arch, Progress: progress}
+			var e earlyBuild
 			e.key, e.keyErr = ours.Key(ctx, opts, img)
 			if e.keyErr == nil && kept.Dir != "" {
 				if e.b, e.cached = kept.LoadImage(img, e.key); e.cached {
-					return
+					return e, nil
 				}
 			}
-			e.b, e.err = ours.Build(ctx, opts, img)
-			if e.err == nil && e.keyErr == nil {
+			var err error
+			if e.b, err = ours.Build(ctx, opts, img); err != nil {
+				return e, err
+			}
+			if e.keyErr == nil {
 				after, err := ours.Key(ctx, opts, img)
 				e.stable = err == nil && after == e.key
 			}
-		}()
+			return e, nil
+		})
 	}
 	return builds
 }
 
 // earlyLoad is the loading of the early builds into the nodes our pods run on, each as soon as
-// its containerd answers, while kind still configures Kubernetes on them.
+// its containerd answers, while kind still configures Kubernetes on them: refs were loaded into
+// nodes nodes. Its error says why the load stopped; the loading step then loads whatever a node
+// lacks.
 type earlyLoad struct {
-	done chan struct{}
-	// refs were loaded into nodes nodes.
 	refs  []string
 	nodes int
-	// err says why the load stopped; the loading step then loads whatever a node lacks.
-	err error
 }
 
 // nodesAppear bounds the wait for kind to start a new cluster's node containers.
 const nodesAppear = 2 * time.Minute
 
-// startLoad starts loading the early builds into the pod nodes of c, a cluster of want nodes.
-func (e *early) startLoad(ctx context.Context, c *kindcluster.Cluster, want int) *earlyLoad {
-	l := &earlyLoad{done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		l.err = e.runLoad(ctx, c, want, l)
-	}()
-	return l
-}
-
-func (e *early) runLoad(ctx context.Context, c *kindcluster.Cluster, want int, l *earlyLoad) error {
-	built, err := e.waitBuilds(ctx)
+// runLoad loads the early builds (once built) into the pod nodes of c, a cluster of want nodes.
+func runLoad(ctx context.Context, builds map[string]*steps.Background[earlyBuild], c *kindcluster.Cluster, want int) (earlyLoad, error) {
+	built, err := waitBuilds(ctx, builds)
 	if err != nil {
-		return err
+		return earlyLoad{}, err
 	}
 	// kind starts every node container at once, before it configures any; a node listed late
 	// would only be loaded later, by the loading step.
@@ -197,16 +158,16 @@ func (e *early) runLoad(ctx context.Context, c *kindcluster.Cluster, want int, l
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kind started %d of %d node containers in %s", len(all), want, nodesAppear)
+			return earlyLoad{}, fmt.Errorf("kind started %d of %d node containers in %s", len(all), want, nodesAppear)
 		}
 		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
+			return earlyLoad{}, err
 		}
 	}
 	targets := kindcluster.PodNodes(all)
 	path, _, err := load.WriteFile(ourArchive(built))
 	if err != nil {
-		return err
+		return earlyLoad{}, err
 	}
 	defer os.Remove(path)
 	errs := make([]error, len(all))
@@ -222,29 +183,30 @@ func (e *early) runLoad(ctx context.Context, c *kindcluster.Cluster, want int, l
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return earlyLoad{}, err
 	}
+	l := earlyLoad{nodes: len(targets)}
 	for _, b := range built {
 		l.refs = append(l.refs, b.Ref.String())
 	}
-	l.nodes = len(targets)
-	return nil
+	return l, nil
 }
 
 // waitBuilds waits for every early build, in ours.All' order; the first that failed fails it.
-func (e *early) waitBuilds(ctx context.Context) ([]*ours.Built, error) {
+func waitBuilds(ctx context.Context, builds map[string]*steps.Background[earlyBuild]) ([]*ours.Built, error) {
 	var built []*ours.Built
 	for _, img := range ours.All {
-		b := e.builds[img.Name]
+		b := builds[img.Name]
 		select {
-		case <-b.done:
+		case <-b.Done():
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if b.err != nil {
-			return nil, fmt.Errorf("building %s: %w", img.Name, b.err)
+		got, err := b.Wait(nil)
+		if err != nil {
+			return nil, fmt.Errorf("building %s: %w", img.Name, err)
 		}
-		built = append(built, b.b)
+		built = append(built, got.b)
 	}
 	return built, nil
 }
@@ -293,42 +255,41 @@ func sleep(ctx context.Context, d time.Duration) error {
 // earlyApply is the applying of the operator's and nodeprobe's manifests as soon as a new
 // cluster's apiserver answers, while kind still joins the workers and waits for the nodes to be
 // Ready: our pods then start as soon as a node can run them. It begins after the early load, so
-// that no pod of ours lands on a node that lacks its image.
+// that no pod of ours lands on a node that lacks its image. operator and nodeprobe are what the
+// applying steps report: what was applied, or why applying failed (the step then applies
+// again); zero when the early load failed.
 type earlyApply struct {
-	done chan struct{}
-	// operator and nodeprobe are what the applying steps report: what was applied, or why
-	// applying failed (the step then applies again); zero when there was no early apply (no early
-	// load).
 	operator, nodeprobe applied
-	// kube reached the cluster, for the steps after an applying step that reports the early apply.
-	kube *cluster.Clients
 }
 
-// startApply starts applying the manifests of in, with the early builds, once the early load is
-// done and the apiserver of c answers. The wait gives up after one more try once kind's Create
-// has returned: from then on the apiserver should answer at once.
-func (e *early) startApply(ctx context.Context, c *kindcluster.Cluster, in install) *earlyApply {
-	a := &earlyApply{done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		select {
-		case <-e.load.done:
-		case <-ctx.Done():
-			return
-		}
-		if e.load.err != nil {
-			return
-		}
-		for _, img := range ours.All {
-			in.built = append(in.built, e.builds[img.Name].b)
-		}
-		if a.kube, a.operator.err = waitAPIServer(ctx, c, e.created); a.operator.err != nil {
-			return
-		}
-		if a.operator.line, a.operator.err = in.applyOperator(ctx, a.kube); a.operator.done() {
-			a.nodeprobe.line, a.nodeprobe.err = in.applyNodeprobe(ctx, a.kube)
-		}
-	}()
+// all says both manifests were applied while the cluster was created.
+func (a earlyApply) all() bool { return a.operator.done() && a.nodeprobe.done() }
+
+// runApply applies the manifests of in, with the early builds, once the early load is done and
+// the apiserver of c answers (created closes once kind's Create has returned). The wait gives up after one more try once kind's Create has
+// returned: from then on the apiserver should answer at once.
+func runApply(ctx context.Context, builds map[string]*steps.Background[earlyBuild], load *steps.Background[earlyLoad], created <-chan struct{}, c *kindcluster.Cluster, in install) earlyApply {
+	var a earlyApply
+	select {
+	case <-load.Done():
+	case <-ctx.Done():
+		return a
+	}
+	if _, err := load.Wait(nil); err != nil {
+		return a
+	}
+	for _, img := range ours.All {
+		b, _ := builds[img.Name].Wait(nil)
+		in.built = append(in.built, b.b)
+	}
+	kube, err := waitAPIServer(ctx, c, created)
+	if err != nil {
+		a.operator.err = err
+		return a
+	}
+	if a.operator.line, a.operator.err = in.applyOperator(ctx, kube); a.operator.done() {
+		a.nodeprobe.line, a.nodeprobe.err = in.applyNodeprobe(ctx, kube)
+	}
 	return a
 }
 
@@ -377,24 +338,6 @@ func waitAPIServer(ctx context.Context, c *kindcluster.Cluster, created <-chan s
 		if err := sleep(ctx, time.Second); err != nil {
 			return nil, err
 		}
-	}
-}
-
-// unlessEarly is an applying step: it reports what the early apply of a new cluster did (part
-// picks which part), or runs apply with the cluster's clients.
-func (u *up) unlessEarly(part func(*earlyApply) applied, apply func(context.Context, *cluster.Clients) (string, error)) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		if a := u.early.applied(); a != nil {
-			if line, ok := earlyResult(steps.From(ctx), part(a)); ok {
-				u.kube = a.kube
-				return line, nil
-			}
-		}
-		kube, err := u.clients()
-		if err != nil {
-			return "", err
-		}
-		return apply(ctx, kube)
 	}
 }
 

@@ -13,35 +13,39 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
 
 	"github.com/mlkube/mlkube/devctl/internal/cache"
-	"github.com/mlkube/mlkube/devctl/internal/checkout"
 	"github.com/mlkube/mlkube/devctl/internal/images/load"
 	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
-// buildImages builds the images whose sources changed since the nodes got them: an image whose
-// key (the hash of its sources, build flags and toolchain) gave an image that every node holds
-// is not built again.
-func (u *up) buildImages(ctx context.Context) (string, error) {
+// nodeImages are the pod nodes of a cluster and, for each, the images it holds (reference →
+// digest).
+type nodeImages struct {
+	nodes []nodes.Node
+	have  []map[string]string
+}
+
+// buildImages builds the images of version for arch whose sources changed since the nodes got
+// them: an image whose key (the hash of its sources, build flags and toolchain) gave an image
+// that every node holds is not built again. For a new cluster, early has the builds started
+// while it was created, which are reported instead (built again where one failed), and the nodes
+// are not listed: they held none of our images. It returns the images and, when it listed them,
+// the nodes' images.
+func (u *up) buildImages(ctx context.Context, version, arch string, early map[string]*steps.Background[earlyBuild]) ([]*ours.Built, *nodeImages, string, error) {
 	p := steps.From(ctx)
-	// The early apply used the early builds, and is done once the apiserver answered.
-	loadedEarly := u.early.finish()
-	if u.version == "" {
-		u.version = checkout.Version(ctx, u.root)
-	}
-	opts := ours.Options{Dir: u.root, Version: u.version, Arch: u.engine.Arch}
-	// The nodes' images are listed while the keys are computed; after an early load, which
-	// loaded every early build into every pod node, there is nothing to list.
+	opts := ours.Options{Dir: u.root, Version: version, Arch: arch}
+	// The nodes' images are listed while the keys are computed.
 	listed := make(chan struct{})
+	var onNodes *nodeImages
 	var listErr error
 	go func() {
 		defer close(listed)
-		if !loadedEarly {
-			listErr = u.listNodeImages()
+		if early == nil {
+			onNodes, listErr = listNodeImages(u.cluster)
 		}
 	}()
-	kept := u.imageCache(p)
+	kept := imageCache(p)
 	// At once: after a change, each build is mostly its link, one core each, and nodeprobe's
 	// (cgo, through the C linker) is the longest.
 	got := make([]*ours.Built, len(ours.All))
@@ -49,20 +53,21 @@ func (u *up) buildImages(ctx context.Context) (string, error) {
 	errs := make([]error, len(ours.All))
 	var wg sync.WaitGroup
 	for i, img := range ours.All {
-		wg.Go(func() { got[i], origins[i], errs[i] = u.buildImage(ctx, p, kept, opts, img, listed) })
+		wg.Go(func() {
+			got[i], origins[i], errs[i] = u.buildImage(ctx, p, kept, opts, img, early[img.Name], func() *nodeImages { <-listed; return onNodes })
+		})
 	}
 	wg.Wait()
 	<-listed
 	if err := errors.Join(append(errs, listErr)...); err != nil {
-		return "", err
+		return nil, nil, "", err
 	}
 	byOrigin := map[origin][]string{}
 	for i, b := range got {
-		u.built = append(u.built, b)
 		byOrigin[origins[i]] = append(byOrigin[origins[i]], b.Ref.String())
 	}
 	if len(byOrigin) == 1 && byOrigin[unchanged] != nil {
-		return fmt.Sprintf("Images unchanged, already on the nodes: %s (version %s)", strings.Join(byOrigin[unchanged], ", "), u.version), nil
+		return got, onNodes, fmt.Sprintf("Images unchanged, already on the nodes: %s (version %s)", strings.Join(byOrigin[unchanged], ", "), version), nil
 	}
 	var parts []string
 	for _, o := range []origin{built, fromCache, unchanged} {
@@ -71,7 +76,7 @@ func (u *up) buildImages(ctx context.Context) (string, error) {
 		}
 	}
 	parts[0] = strings.ToUpper(parts[0][:1]) + parts[0][1:]
-	return fmt.Sprintf("%s (version %s)", strings.Join(parts, "; "), u.version), nil
+	return got, onNodes, fmt.Sprintf("%s (version %s)", strings.Join(parts, "; "), version), nil
 }
 
 // origin is where an image of this run comes from.
@@ -84,7 +89,7 @@ const (
 )
 
 // imageCache is where built images are remembered, by key; without a cache directory, nothing is.
-func (u *up) imageCache(p *steps.Progress) ours.Cache {
+func imageCache(p *steps.Progress) ours.Cache {
 	dir, err := cache.Dir()
 	if err != nil {
 		if p != nil {
@@ -97,13 +102,12 @@ func (u *up) imageCache(p *steps.Progress) ours.Cache {
 
 // buildImage returns img's image and where it comes from: the early build (of the sources as
 // they were when up started), an earlier build of the same key that the nodes hold already
-// (unchanged: then there is no build), one the cache kept, or a build. listed closes once u.have
-// is filled in.
-func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept ours.Cache, opts ours.Options, img ours.Image, listed <-chan struct{}) (*ours.Built, origin, error) {
-	if e := u.early.build(img.Name); e != nil {
-		<-e.done
-		if e.err == nil {
-			task := p.Start("building " + img.Name)
+// (unchanged: then there is no build), one the cache kept, or a build. listed gives the nodes'
+// images once they are listed (nil when they are not).
+func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept ours.Cache, opts ours.Options, img ours.Image, early *steps.Background[earlyBuild], listed func() *nodeImages) (*ours.Built, origin, error) {
+	if early != nil {
+		task := p.Start("building " + img.Name)
+		if e, err := early.Wait(task); err == nil {
 			if e.cached {
 				task.Done("took %s from the cache while the cluster was created", e.b.Ref)
 				return e.b, fromCache, nil
@@ -114,7 +118,7 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept ours.Cache,
 			}
 			return e.b, built, nil
 		}
-		// Built again below, where the failure shows.
+		// Built again below, of the sources as they are now.
 	}
 	key, keyErr := ours.Key(ctx, opts, img)
 	switch {
@@ -122,9 +126,8 @@ func (u *up) buildImage(ctx context.Context, p *steps.Progress, kept ours.Cache,
 		p.Printf("cannot hash the sources of %s, building it: %s", img.Name, steps.OneLine(keyErr))
 	case kept.Dir != "":
 		if ref, ok := kept.Lookup(img, key); ok {
-			<-listed
 			b := &ours.Built{Image: img, Ref: ref}
-			if u.onEveryNode(b) {
+			if listed().onEvery(b) {
 				return b, unchanged, nil
 			}
 		}
@@ -162,43 +165,62 @@ func remember(p *steps.Progress, kept ours.Cache, key string, b *ours.Built) {
 	}
 }
 
-// listNodeImages finds the cluster's nodes and the images each holds.
-func (u *up) listNodeImages() error {
-	all, err := u.cluster.Nodes()
+// listNodeImages finds the pod nodes of c and the images each holds.
+func listNodeImages(c *kindcluster.Cluster) (*nodeImages, error) {
+	all, err := c.Nodes()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	all = kindcluster.PodNodes(all)
-	u.nodes, u.have = all, make([]map[string]string, len(all))
+	l := &nodeImages{nodes: all, have: make([]map[string]string, len(all))}
 	for i, n := range all {
-		if u.have[i], err = kindcluster.NodeImages(n); err != nil {
-			return err
+		if l.have[i], err = kindcluster.NodeImages(n); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return l, nil
 }
 
-// onEveryNode reports whether every node holds b under its content tag, with the :dev alias on
-// the same image.
-func (u *up) onEveryNode(b *ours.Built) bool {
-	for _, have := range u.have {
+// onEvery reports whether every node holds b under its content tag, with the :dev alias on the
+// same image; false when the nodes were not listed.
+func (l *nodeImages) onEvery(b *ours.Built) bool {
+	if l == nil {
+		return false
+	}
+	for _, have := range l.have {
 		if !loadedAndAliased(have, b) {
 			return false
 		}
 	}
-	return len(u.have) > 0
+	return len(l.have) > 0
 }
 
-// loadImages loads into each node the images it lacks, under their content tag and the :dev
+// loadImages loads built into each pod node that lacks it, under its content tag and the :dev
 // alias. The content tag is the image's digest, so a node that lists it has exactly this image;
 // the alias must also name the same image, or the node gets the archive again to move it.
-func (u *up) loadImages(ctx context.Context) (string, error) {
+// onNodes are the nodes' images as the build step listed them; nil when it did not, and they are
+// listed here. early is the load done while a new cluster was created, nil when there was none:
+// when it failed, it is said, and the nodes get what they lack now.
+func (u *up) loadImages(ctx context.Context, built []*ours.Built, onNodes *nodeImages, early *steps.Background[earlyLoad]) (string, error) {
 	p := steps.From(ctx)
+	if early != nil {
+		l, err := early.Wait(nil)
+		if err == nil {
+			return fmt.Sprintf("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(l.refs, ", "), ours.DevTag, l.nodes), nil
+		}
+		p.Printf("loading the images while the cluster was created failed, so loading them now: %s", steps.OneLine(err))
+	}
+	if onNodes == nil {
+		var err error
+		if onNodes, err = listNodeImages(u.cluster); err != nil {
+			return "", err
+		}
+	}
 	var toLoad []*ours.Built
 	var targets []int
-	for i, have := range u.have {
+	for i, have := range onNodes.have {
 		lacks := false
-		for _, b := range u.built {
+		for _, b := range built {
 			if !loadedAndAliased(have, b) {
 				lacks = true
 				if !slices.Contains(toLoad, b) {
@@ -210,14 +232,7 @@ func (u *up) loadImages(ctx context.Context) (string, error) {
 			targets = append(targets, i)
 		}
 	}
-	early := u.early.loaded()
-	if early != nil && early.err != nil {
-		p.Printf("loading the images while the cluster was created failed, so loading them now: %s", steps.OneLine(early.err))
-	}
 	if len(targets) == 0 {
-		if early != nil && early.err == nil {
-			return fmt.Sprintf("Loaded %s (each also as :%s) into %d node(s) while the cluster was created", strings.Join(early.refs, ", "), ours.DevTag, early.nodes), nil
-		}
 		return "Images already on the nodes", nil
 	}
 	var refs []string
@@ -229,7 +244,7 @@ func (u *up) loadImages(ctx context.Context) (string, error) {
 	}
 	var to []nodes.Node
 	for _, i := range targets {
-		to = append(to, u.nodes[i])
+		to = append(to, onNodes.nodes[i])
 	}
 	if err := load.Archive(ctx, refs, ourArchive(toLoad), to); err != nil {
 		return "", err

@@ -29,34 +29,23 @@ import (
 // the operator is applied: the operator's Kueue integration (--kueue) needs Kueue's Workload
 // CRD when it starts, and every pod created in the cluster from then on passes Kueue's webhook.
 
-// kueueSteps are the steps of --kueue, between loading our images and applying the operator.
-func (u *up) kueueSteps() []steps.Step {
-	return []steps.Step{
-		{Name: "Readying Kueue's image", Run: u.loadKueue},
-		{Name: "Installing Kueue", Run: u.installKueue},
-		{Name: "Waiting for Kueue", Run: u.waitKueue},
-		{Name: "Creating the default queues", Run: u.applyQueues},
-	}
-}
-
-// readyKueue starts building Kueue's manager: on a cold machine its build takes minutes, which
-// then overlap the cluster's creation and our images' builds.
-func (u *up) readyKueue() {
-	u.kueue = steps.Go(func(progress func(string)) (*scripted.Scripted, error) {
-		return scripted.Kueue(u.ctx, u.root, u.engine.Arch, progress)
+// startKueue starts building Kueue's manager for arch: on a cold machine its build takes
+// minutes, which then overlap the cluster's creation and our images' builds.
+func (u *up) startKueue(ctx context.Context, arch string) *steps.Background[*scripted.Scripted] {
+	return steps.Go(func(progress func(string)) (*scripted.Scripted, error) {
+		return scripted.Kueue(ctx, u.root, arch, progress)
 	})
 }
 
-// loadKueue waits for Kueue's manager and loads its image into the nodes our pods run on that
-// lack it.
-func (u *up) loadKueue(ctx context.Context) (string, error) {
+// loadKueue waits for Kueue's manager, building since startKueue, and loads its image for arch
+// into the nodes our pods run on that lack it.
+func (u *up) loadKueue(ctx context.Context, building *steps.Background[*scripted.Scripted], arch string) (*scripted.Scripted, string, error) {
 	p := steps.From(ctx)
 	task := p.Start("building Kueue's manager (hack/build-kubernetes.sh kueue)")
-	b, err := u.kueue.Wait(task)
+	b, err := building.Wait(task)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	u.kueueImage = b
 	if b.Built {
 		task.Done("built Kueue %s's manager, cached in %s", b.Version, filepath.Dir(b.Binary))
 	} else {
@@ -64,39 +53,34 @@ func (u *up) loadKueue(ctx context.Context) (string, error) {
 	}
 	all, err := u.cluster.Nodes()
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	targets := kindcluster.PodNodes(all)
 	var lacking []nodes.Node
 	for _, n := range targets {
 		have, err := kindcluster.NodeImages(n)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		if _, ok := ours.Lookup(have, b.Ref); !ok {
 			lacking = append(lacking, n)
 		}
 	}
 	if len(lacking) == 0 {
-		return fmt.Sprintf("Kueue's image %s already on the nodes", b.Ref), nil
+		return b, fmt.Sprintf("Kueue's image %s already on the nodes", b.Ref), nil
 	}
 	if err := load.Archive(ctx, []string{b.Ref}, func(w io.Writer) error {
-		return b.WriteArchive(w, u.engine.Arch)
+		return b.WriteArchive(w, arch)
 	}, lacking); err != nil {
-		return "", err
+		return nil, "", err
 	}
-	return fmt.Sprintf("Loaded Kueue's image %s into %d node(s)", b.Ref, len(lacking)), nil
+	return b, fmt.Sprintf("Loaded Kueue's image %s into %d node(s)", b.Ref, len(lacking)), nil
 }
 
-// installKueue renders Kueue's chart of the version built and applies it: its namespace and
-// CRDs, once these are established everything else.
-func (u *up) installKueue(ctx context.Context) (string, error) {
+// installKueue renders Kueue's chart of the version built (b) and applies it through kube: its
+// namespace and CRDs, once these are established everything else.
+func (u *up) installKueue(ctx context.Context, kube *cluster.Clients, b *scripted.Scripted) (string, error) {
 	p := steps.From(ctx)
-	kube, err := u.clients()
-	if err != nil {
-		return "", err
-	}
-	b := u.kueueImage
 	moduleDir, err := kueue.ModuleDir(ctx, u.root, b.Version)
 	if err != nil {
 		return "", err
@@ -170,38 +154,38 @@ func shortChartDir(moduleDir string) string {
 	return dir
 }
 
-// waitKueue waits for Kueue's manager to roll out and its webhooks to answer.
-func (u *up) waitKueue(ctx context.Context) (string, error) {
-	ready := manifests.All(manifests.DeploymentRolledOut(u.kube, kueue.DeploymentKey), kueue.WebhookAnswers(u.kube))
+// waitKueue waits for Kueue's manager to roll out with image and its webhooks to answer.
+func (u *up) waitKueue(ctx context.Context, kube *cluster.Clients, image string) (string, error) {
+	ready := manifests.All(manifests.DeploymentRolledOut(kube, kueue.DeploymentKey), kueue.WebhookAnswers(kube))
 	if ok, _, err := ready(ctx); err == nil && ok {
-		return fmt.Sprintf("Kueue already running %s; its webhooks answer", u.kueueImage.Ref), nil
+		return fmt.Sprintf("Kueue already running %s; its webhooks answer", image), nil
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return fmt.Sprintf("Kueue running %s; its webhooks answer", u.kueueImage.Ref), nil
+		return fmt.Sprintf("Kueue running %s; its webhooks answer", image), nil
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return "", err
 	}
 	return "", u.notReady(ctx, "Kueue", kueue.Namespace, err, func(ctx context.Context, kubectl string) string {
-		return manifests.Diagnose(ctx, u.kube.Kube, kueue.DeploymentKey, kubectl)
+		return manifests.Diagnose(ctx, kube.Kube, kueue.DeploymentKey, kubectl)
 	})
 }
 
-// applyQueues makes the default queues (kueue.Queues), the ClusterQueue's quota what the nodes
-// can still run; a later up sizes it again.
-func (u *up) applyQueues(ctx context.Context) (string, error) {
+// applyQueues makes the default queues (kueue.Queues) through kube, the ClusterQueue's quota
+// what the nodes can still run; a later up sizes it again.
+func applyQueues(ctx context.Context, kube *cluster.Clients) (string, error) {
 	p := steps.From(ctx)
 	var list corev1.NodeList
-	if err := u.kube.List(ctx, &list); err != nil {
+	if err := kube.List(ctx, &list); err != nil {
 		return "", fmt.Errorf("listing the nodes: %w", err)
 	}
 	var pods corev1.PodList
-	if err := u.kube.List(ctx, &pods); err != nil {
+	if err := kube.List(ctx, &pods); err != nil {
 		return "", fmt.Errorf("listing the pods: %w", err)
 	}
 	quota, taken := kueue.Quota(list.Items, pods.Items)
-	results, err := kueue.ApplyQueues(ctx, u.kube, kueue.Queues(quota))
+	results, err := kueue.ApplyQueues(ctx, kube, kueue.Queues(quota))
 	if err != nil {
 		return "", err
 	}
@@ -229,15 +213,4 @@ func (u *up) keepKueue(ctx context.Context, kube *cluster.Clients) (bool, error)
 	}
 	steps.From(ctx).Printf("Kueue %s is installed (devctl up --kueue): the operator keeps its Kueue integration (--kueue)", version)
 	return true, nil
-}
-
-// applyOperatorKueue applies the operator's manifests, with --kueue among the operator's
-// arguments where keepKueue says so.
-func (u *up) applyOperatorKueue(ctx context.Context, kube *cluster.Clients) (string, error) {
-	on, err := u.keepKueue(ctx, kube)
-	if err != nil {
-		return "", err
-	}
-	u.install.kueue = on
-	return u.install.applyOperator(ctx, kube)
 }

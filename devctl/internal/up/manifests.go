@@ -37,7 +37,7 @@ type install struct {
 }
 
 // image is the reference devctl built for the image called name, or fallback.
-func (in *install) image(name, fallback string) string {
+func (in install) image(name, fallback string) string {
 	for _, b := range in.built {
 		if b.Name == name {
 			return b.Ref.String()
@@ -46,11 +46,11 @@ func (in *install) image(name, fallback string) string {
 	return fallback
 }
 
-func (in *install) operatorImage() string {
+func (in install) operatorImage() string {
 	return in.image("mlkube/operator", cluster.OperatorDevImage)
 }
 
-func (in *install) nodeprobeImage() string {
+func (in install) nodeprobeImage() string {
 	return in.image("mlkube/nodeprobe", cluster.NodeprobeDevImage)
 }
 
@@ -186,65 +186,77 @@ func withoutLiveAcceleratorConfig(ctx context.Context, c client.Client, objs []*
 	return kept, len(kept) < len(objs), nil
 }
 
-// clients are the cluster's, connected the first time a step needs them.
-func (u *up) clients() (*cluster.Clients, error) {
-	if u.kube == nil {
-		kube, err := cluster.Connect(u.cluster)
-		if err != nil {
-			return nil, err
-		}
-		u.kube = kube
+// applyOperatorManifests applies the operator's manifests of in through kube, with --kueue
+// among the operator's arguments where keepKueue says so. early is what the early apply of a new
+// cluster did of them, reported in place of applying again; zero when there was none.
+func (u *up) applyOperatorManifests(ctx context.Context, kube *cluster.Clients, in install, early applied) (string, error) {
+	if line, ok := earlyResult(steps.From(ctx), early); ok {
+		return line, nil
 	}
-	return u.kube, nil
+	on, err := u.keepKueue(ctx, kube)
+	if err != nil {
+		return "", err
+	}
+	in.kueue = on
+	return in.applyOperator(ctx, kube)
 }
 
-// waitOperator waits for every kind's CRD to be served and the operator Deployment to run the new
-// image on every replica; both already true means nothing changed, and there is no wait.
-func (u *up) waitOperator(ctx context.Context) (string, error) {
+// applyNodeprobeManifests applies nodeprobe's manifests of in through kube, or reports the early
+// apply's, as applyOperatorManifests does.
+func applyNodeprobeManifests(ctx context.Context, kube *cluster.Clients, in install, early applied) (string, error) {
+	if line, ok := earlyResult(steps.From(ctx), early); ok {
+		return line, nil
+	}
+	return in.applyNodeprobe(ctx, kube)
+}
+
+// waitOperator waits for every kind's CRD to be served and the operator Deployment to run image
+// on every replica; both already true means nothing changed, and there is no wait, or that the
+// early apply started it (startedEarly).
+func (u *up) waitOperator(ctx context.Context, kube *cluster.Clients, image string, startedEarly bool) (string, error) {
 	key := client.ObjectKey{Namespace: cluster.OperatorNamespace, Name: cluster.OperatorDeployment}
 	var checks []manifests.Check
 	for _, k := range v1beta1.Kinds {
-		checks = append(checks, manifests.CRDEstablished(u.kube, k.CRD()))
+		checks = append(checks, manifests.CRDEstablished(kube, k.CRD()))
 	}
-	ready := manifests.All(append(checks, manifests.DeploymentRolledOut(u.kube, key))...)
+	ready := manifests.All(append(checks, manifests.DeploymentRolledOut(kube, key))...)
 	if ok, _, err := ready(ctx); err == nil && ok {
-		if u.early.appliedAll() {
-			return fmt.Sprintf("Operator running %s, started while the cluster was created", u.operatorImage()), nil
+		if startedEarly {
+			return fmt.Sprintf("Operator running %s, started while the cluster was created", image), nil
 		}
-		return fmt.Sprintf("Operator already running %s", u.operatorImage()), nil
+		return fmt.Sprintf("Operator already running %s", image), nil
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return fmt.Sprintf("Operator running %s", u.operatorImage()), nil
+		return fmt.Sprintf("Operator running %s", image), nil
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return "", err
 	}
 	return "", u.notReady(ctx, "the operator", cluster.OperatorNamespace, err, func(ctx context.Context, kubectl string) string {
-		return manifests.Diagnose(ctx, u.kube.Kube, key, kubectl)
+		return manifests.Diagnose(ctx, kube.Kube, key, kubectl)
 	})
 }
 
-// waitNodeprobe waits for the DaemonSet to run its new image, ready, on every node.
-func (u *up) waitNodeprobe(ctx context.Context) (string, error) {
+// waitNodeprobe waits for the DaemonSet to run image, ready, on every node; as waitOperator.
+func (u *up) waitNodeprobe(ctx context.Context, kube *cluster.Clients, image string, startedEarly bool) (string, error) {
 	key := client.ObjectKey{Namespace: cluster.NodeprobeNamespace, Name: cluster.NodeprobeDaemonSet}
-	ready := manifests.DaemonSetRolledOut(u.kube, key)
-	image := u.nodeprobeImage()
+	ready := manifests.DaemonSetRolledOut(kube, key)
 	if ok, _, err := ready(ctx); err == nil && ok {
-		if u.early.appliedAll() {
-			return fmt.Sprintf("nodeprobe running %s on %s, started while the cluster was created", image, u.nodeprobeNodes(ctx)), nil
+		if startedEarly {
+			return fmt.Sprintf("nodeprobe running %s on %s, started while the cluster was created", image, nodeprobeNodes(ctx, kube)), nil
 		}
-		return fmt.Sprintf("nodeprobe already running %s on %s", image, u.nodeprobeNodes(ctx)), nil
+		return fmt.Sprintf("nodeprobe already running %s on %s", image, nodeprobeNodes(ctx, kube)), nil
 	}
 	err := u.wait(ctx, ready)
 	if err == nil {
-		return fmt.Sprintf("nodeprobe running %s on %s", image, u.nodeprobeNodes(ctx)), nil
+		return fmt.Sprintf("nodeprobe running %s on %s", image, nodeprobeNodes(ctx, kube)), nil
 	}
 	if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
 		return "", err
 	}
 	return "", u.notReady(ctx, "nodeprobe", cluster.NodeprobeNamespace, err, func(ctx context.Context, kubectl string) string {
-		return manifests.DiagnoseDaemonSet(ctx, u.kube.Kube, key, kubectl)
+		return manifests.DiagnoseDaemonSet(ctx, kube.Kube, key, kubectl)
 	})
 }
 
@@ -265,9 +277,9 @@ func (u *up) notReady(ctx context.Context, what, namespace string, err error, di
 	return fmt.Errorf("%s is not ready after %s: %w\n%s", what, u.opts.Wait, err, strings.TrimRight(diagnosis, "\n"))
 }
 
-func (u *up) nodeprobeNodes(ctx context.Context) string {
+func nodeprobeNodes(ctx context.Context, kube *cluster.Clients) string {
 	ds := &appsv1.DaemonSet{}
-	if err := u.kube.Get(ctx, client.ObjectKey{Namespace: cluster.NodeprobeNamespace, Name: cluster.NodeprobeDaemonSet}, ds); err != nil {
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: cluster.NodeprobeNamespace, Name: cluster.NodeprobeDaemonSet}, ds); err != nil {
 		return "every node"
 	}
 	return fmt.Sprintf("%d node(s)", ds.Status.NumberReady)

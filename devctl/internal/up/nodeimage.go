@@ -16,41 +16,49 @@ import (
 // recipe; its stdout's last line is the image's tag, its stderr the progress.
 const nodeImageScript = "clusters/nodeimage/build.sh"
 
+// nodeImage is what the step that chooses the node image settles: whether the cluster exists
+// (its nodes then keep their image, and nothing more is settled), else the image a new cluster's
+// nodes run, and whether it is one kind publishes (published), whose pod network is kindnet.
+type nodeImage struct {
+	exists    bool
+	ref       string
+	published bool
+}
+
 // chooseNodeImage settles the node image of a cluster up is about to create. --image is taken
 // as given. Without it, the image is ours: the offline node image this checkout builds (reused
 // from Docker's image store when its recipe is unchanged). kind's own default is never taken in
 // silence: it is another Kubernetes version, and its nodes lack the pod network our cluster
 // configs expect.
-func (u *up) chooseNodeImage(ctx context.Context) (string, error) {
+func (u *up) chooseNodeImage(ctx context.Context) (nodeImage, string, error) {
 	exists, err := u.cluster.Exists()
 	if err != nil {
-		return "", err
+		return nodeImage{}, "", err
 	}
 	if exists {
-		return fmt.Sprintf("Cluster %s exists: its nodes keep their image", u.opts.Name), nil
+		return nodeImage{exists: true}, fmt.Sprintf("Cluster %s exists: its nodes keep their image", u.opts.Name), nil
 	}
-	if u.opts.NodeImage != "" {
-		if u.published = kindsOwn(u.opts.NodeImage); u.published {
-			return fmt.Sprintf("Node image %s, as --image gives: kind's own, so a single node gets kind's pod network (kindnet)", u.opts.NodeImage), nil
+	if ref := u.opts.NodeImage; ref != "" {
+		if kindsOwn(ref) {
+			return nodeImage{ref: ref, published: true}, fmt.Sprintf("Node image %s, as --image gives: kind's own, so a single node gets kind's pod network (kindnet)", ref), nil
 		}
-		return fmt.Sprintf("Node image %s, as --image gives", u.opts.NodeImage), nil
+		return nodeImage{ref: ref}, fmt.Sprintf("Node image %s, as --image gives", ref), nil
 	}
 	published := publishedNodeImage()
 	why, ok := havePublished(ctx, steps.From(ctx), published)
 	if ok {
-		u.opts.NodeImage, u.published = published, true
+		chosen := nodeImage{ref: published, published: true}
 		if published != publishedDefault {
-			return fmt.Sprintf("Node image %s: standing in for kind's published image, as %s says (%s)", published, publishedEnv, why), nil
+			return chosen, fmt.Sprintf("Node image %s: standing in for kind's published image, as %s says (%s)", published, publishedEnv, why), nil
 		}
-		return fmt.Sprintf("Node image %s: kind's published image for Kubernetes %s (%s)", published, publishedVersion, why), nil
+		return chosen, fmt.Sprintf("Node image %s: kind's published image for Kubernetes %s (%s)", published, publishedVersion, why), nil
 	}
 	steps.From(ctx).Printf("not kind's published image %s: %s", published, why)
 	tag, err := buildNodeImage(ctx, u.root, steps.From(ctx))
 	if err != nil {
-		return "", err
+		return nodeImage{}, "", err
 	}
-	u.opts.NodeImage = tag
-	return fmt.Sprintf("Node image %s: mlkube's offline image (no --image given), built from Go modules and kept in Docker's image store", tag), nil
+	return nodeImage{ref: tag}, fmt.Sprintf("Node image %s: mlkube's offline image (no --image given), built from Go modules and kept in Docker's image store", tag), nil
 }
 
 // kind's published node image of our Kubernetes minor version, pinned by digest, as kind's

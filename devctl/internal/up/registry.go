@@ -10,25 +10,27 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mlkube/mlkube/devctl/internal/cluster"
 	"github.com/mlkube/mlkube/devctl/internal/images/scripted"
 	"github.com/mlkube/mlkube/devctl/internal/registry"
 	"github.com/mlkube/mlkube/devctl/internal/steps"
 )
 
-// readyRegistryImage starts readying the registry's image: on a cold machine its build takes a
-// minute or two, which then overlaps the cluster's creation.
-func (u *up) readyRegistryImage() {
-	u.registry = steps.Go(func(progress func(string)) (string, error) {
-		return scripted.Registry(u.ctx, u.root, u.engine.Arch, progress)
+// startRegistryImage starts readying the registry's image for arch: on a cold machine its build
+// takes a minute or two, which then overlaps the cluster's creation.
+func (u *up) startRegistryImage(ctx context.Context, arch string) *steps.Background[string] {
+	return steps.Go(func(progress func(string)) (string, error) {
+		return scripted.Registry(ctx, u.root, arch, progress)
 	})
 }
 
-// runRegistry runs the local registry (package registry) and makes the cluster's nodes pull
-// localhost:5001 from it.
-func (u *up) runRegistry(ctx context.Context) (string, error) {
+// runRegistry runs the local registry (package registry) from the image readying since
+// startRegistryImage, makes the cluster's nodes pull localhost:5001 from it, and announces it
+// through kube.
+func (u *up) runRegistry(ctx context.Context, readying *steps.Background[string], kube *cluster.Clients) (string, error) {
 	p := steps.From(ctx)
 	task := p.Start("readying the registry's image")
-	ref, err := u.registry.Wait(task)
+	ref, err := readying.Wait(task)
 	if err != nil {
 		return "", err
 	}
@@ -59,7 +61,7 @@ func (u *up) runRegistry(ctx context.Context) (string, error) {
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
-	if err := u.announceRegistry(ctx); err != nil {
+	if err := announceRegistry(ctx, kube); err != nil {
 		return "", err
 	}
 	held := ""
@@ -73,13 +75,9 @@ func (u *up) runRegistry(ctx context.Context) (string, error) {
 }
 
 // announceRegistry writes KEP-1755's ConfigMap into the cluster.
-func (u *up) announceRegistry(ctx context.Context) error {
-	kube, err := u.clients()
-	if err != nil {
-		return err
-	}
+func announceRegistry(ctx context.Context, kube *cluster.Clients) error {
 	want := registry.HostingConfigMap()
-	err = kube.Create(ctx, want)
+	err := kube.Create(ctx, want)
 	if apierrors.IsAlreadyExists(err) {
 		have := want.DeepCopy()
 		if err = kube.Get(ctx, client.ObjectKeyFromObject(want), have); err == nil && !maps.Equal(have.Data, want.Data) {

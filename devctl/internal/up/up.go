@@ -1,12 +1,14 @@
 // Package up is `devctl up`: the steps that make sure a kind cluster runs the operator and
 // nodeprobe built from the checkout's source. Where to look:
 //
-//   - up.go: the pipeline of steps (Run), the cluster's creation and its kind config;
+//   - up.go: the pipeline of steps (Run), with what each is given and returns, the cluster's
+//     creation and its kind config;
 //   - nodeimage.go: which node image a new cluster gets;
 //   - early.go: the work done while kind creates a new cluster (building, loading, applying),
-//     which the later steps then report;
-//   - ours.go: building our images, or finding them unchanged, and loading them into the nodes;
+//     which the creating step starts and hands, part by part, to the steps that report it;
+//   - images.go: building our images, or finding them unchanged, and loading them into the nodes;
 //   - manifests.go: applying the operator's and nodeprobe's manifests and waiting for them;
+//   - kueue.go: --kueue's steps;
 //   - registry.go: the local registry.
 package up
 
@@ -19,12 +21,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
 
 	"github.com/mlkube/mlkube/devctl/internal/cache"
 	"github.com/mlkube/mlkube/devctl/internal/checkout"
 	"github.com/mlkube/mlkube/devctl/internal/cluster"
+	"github.com/mlkube/mlkube/devctl/internal/images/ours"
 	"github.com/mlkube/mlkube/devctl/internal/images/scripted"
 	"github.com/mlkube/mlkube/devctl/internal/kindcluster"
 	"github.com/mlkube/mlkube/devctl/internal/kueue"
@@ -59,140 +61,193 @@ type Options struct {
 // hash of its sources (ours.Key) names no image the nodes already hold, so a second run on an
 // unchanged checkout builds nothing and only compares. Status lines go to status, the summary to
 // out.
+//
+// The steps run one after the other, as kind's create runs its actions. Each is a function of
+// the values it is given, which the steps before it returned: the variables below, each written
+// by one step and read by those after it.
 func Run(ctx context.Context, opts Options, status, out io.Writer) error {
 	root, err := checkout.Root()
 	if err != nil {
 		return err
 	}
-	u := &up{opts: opts, root: root, cluster: kindcluster.New(opts.Name, kindcmd.NewLogger()), ctx: ctx, install: install{name: opts.Name}}
-	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
+	// Work started in the background (the early work, the registry's and Kueue's images) ends
+	// with Run.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	u := &up{opts: opts, root: root, cluster: kindcluster.New(opts.Name, kindcmd.NewLogger())}
+	version := checkout.Version(ctx, root)
+	var (
+		engine        *kindcluster.Engine
+		registryImage *steps.Background[string]             // nil with --registry=false
+		kueueBuild    *steps.Background[*scripted.Scripted] // nil without --kueue
+		node          nodeImage
+		made          madeCluster
+		built         []*ours.Built
+		onNodes       *nodeImages
+		kueueImage    *scripted.Scripted
+		appliedEarly  earlyApply // what the early apply did, zero when there was none
+	)
+	in := func() install { return install{name: opts.Name, version: version, built: built} }
 	all := []steps.Step{
-		{Name: "Checking Docker", Run: u.checkDocker},
-		{Name: "Choosing the node image", Run: u.chooseNodeImage},
+		{Name: "Checking Docker", Run: func(sctx context.Context) (line string, err error) {
+			if engine, line, err = checkDocker(sctx); err != nil {
+				return "", err
+			}
+			// Built from the start: on a cold machine they take minutes, which then overlap the
+			// cluster's creation and our images' builds.
+			if !opts.NoRegistry {
+				registryImage = u.startRegistryImage(ctx, engine.Arch)
+			}
+			if opts.Kueue {
+				kueueBuild = u.startKueue(ctx, engine.Arch)
+			}
+			return line, nil
+		}},
+		{Name: "Choosing the node image", Run: func(sctx context.Context) (line string, err error) {
+			node, line, err = u.chooseNodeImage(sctx)
+			return line, err
+		}},
 		// kind draws its own progress while it creates the cluster.
-		{Name: "Creating cluster " + opts.Name, Run: u.createCluster, OwnProgress: true},
-		{Name: "Building images", Run: u.buildImages},
-		{Name: "Loading images into the nodes", Run: u.loadImages},
+		{Name: "Creating cluster " + opts.Name, OwnProgress: true, Run: func(sctx context.Context) (line string, err error) {
+			made, line, err = u.createCluster(ctx, sctx, node, version, engine.Arch)
+			return line, err
+		}},
+		{Name: "Building images", Run: func(sctx context.Context) (line string, err error) {
+			built, onNodes, line, err = u.buildImages(sctx, version, engine.Arch, made.early.builds)
+			return line, err
+		}},
+		{Name: "Loading images into the nodes", Run: func(sctx context.Context) (string, error) {
+			return u.loadImages(sctx, built, onNodes, made.early.load)
+		}},
 	}
 	if opts.Kueue {
 		// Before the operator: its Kueue integration needs Kueue's CRDs when it starts.
-		all = append(all, u.kueueSteps()...)
+		all = append(all, []steps.Step{
+			{Name: "Readying Kueue's image", Run: func(sctx context.Context) (line string, err error) {
+				kueueImage, line, err = u.loadKueue(sctx, kueueBuild, engine.Arch)
+				return line, err
+			}},
+			{Name: "Installing Kueue", Run: func(sctx context.Context) (string, error) {
+				return u.installKueue(sctx, made.kube, kueueImage)
+			}},
+			{Name: "Waiting for Kueue", Run: func(sctx context.Context) (string, error) {
+				return u.waitKueue(sctx, made.kube, kueueImage.Ref)
+			}},
+			{Name: "Creating the default queues", Run: func(sctx context.Context) (string, error) {
+				return applyQueues(sctx, made.kube)
+			}},
+		}...)
 	}
 	all = append(all, []steps.Step{
-		{Name: "Applying the operator manifests", Run: u.unlessEarly(func(a *earlyApply) applied { return a.operator }, u.applyOperatorKueue)},
-		{Name: "Waiting for the operator", Run: u.waitOperator},
+		{Name: "Applying the operator manifests", Run: func(sctx context.Context) (string, error) {
+			appliedEarly = made.early.applied()
+			return u.applyOperatorManifests(sctx, made.kube, in(), appliedEarly.operator)
+		}},
+		{Name: "Waiting for the operator", Run: func(sctx context.Context) (string, error) {
+			return u.waitOperator(sctx, made.kube, in().operatorImage(), appliedEarly.all())
+		}},
 		// nodeprobe after the operator: its manifests need the operator's namespace and the
 		// accelerator ConfigMap it fills.
-		{Name: "Applying the nodeprobe manifests", Run: u.unlessEarly(func(a *earlyApply) applied { return a.nodeprobe }, u.applyNodeprobe)},
-		{Name: "Waiting for nodeprobe", Run: u.waitNodeprobe},
+		{Name: "Applying the nodeprobe manifests", Run: func(sctx context.Context) (string, error) {
+			return applyNodeprobeManifests(sctx, made.kube, in(), appliedEarly.nodeprobe)
+		}},
+		{Name: "Waiting for nodeprobe", Run: func(sctx context.Context) (string, error) {
+			return u.waitNodeprobe(sctx, made.kube, in().nodeprobeImage(), appliedEarly.all())
+		}},
 	}...)
 	if !opts.NoRegistry {
-		all = append(all, steps.Step{Name: "Running the local registry " + registry.Host, Run: u.runRegistry})
+		all = append(all, steps.Step{Name: "Running the local registry " + registry.Host, Run: func(sctx context.Context) (string, error) {
+			return u.runRegistry(sctx, registryImage, made.kube)
+		}})
 	}
-	err = r.Run(ctx, all...)
-	if err != nil {
+	r := steps.Runner{Out: status, Terminal: steps.IsTerminal(status)}
+	if err := r.Run(ctx, all...); err != nil {
 		return err
 	}
-	u.summary(out)
+	summary(out, u.cluster, opts, in(), kueueImage)
 	return nil
 }
 
-// up is what the steps learn and leave for the later ones.
+// up is what every step of a run knows from the start: the options, the checkout, the cluster.
+// What a step learns it returns, and Run hands it to the steps that need it.
 type up struct {
-	// ctx is Run's: the early work and the registry's image outlive the step that starts them.
-	ctx     context.Context
 	opts    Options
 	root    string
 	cluster *kindcluster.Cluster
-	engine  *kindcluster.Engine
-	// install is what this run installs: the images built and the version (manifests.go).
-	install
-	kube *cluster.Clients
-	// nodes are the cluster's nodes and have, for each, the images it holds (reference →
-	// digest), as they were before this run loaded any.
-	nodes []nodes.Node
-	have  []map[string]string
-	// early is the work done while kind created the cluster (early.go); nil when up found the
-	// cluster.
-	early *early
-	// registry is the local registry's image, readied from the start (registry.go).
-	registry *steps.Background[string]
-	// kueue is Kueue's manager, built from the start with --kueue (kueue.go).
-	kueue *steps.Background[*scripted.Scripted]
-	// kueueImage is Kueue's manager once built, and its image's tag, for the steps that install
-	// and wait for Kueue and for the summary.
-	kueueImage *scripted.Scripted
-	// published says the node image is kind's published one (nodeimage.go), whose pod network
-	// is kindnet.
-	published bool
 }
 
-func (u *up) checkDocker(ctx context.Context) (string, error) {
+func checkDocker(ctx context.Context) (*kindcluster.Engine, string, error) {
 	engine, err := kindcluster.CheckDocker(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	u.engine = engine
-	if !u.opts.NoRegistry {
-		u.readyRegistryImage()
-	}
-	if u.opts.Kueue {
-		u.readyKueue()
-	}
-	return fmt.Sprintf("Docker %s answers", engine.Version), nil
+	return engine, fmt.Sprintf("Docker %s answers", engine.Version), nil
 }
 
-func (u *up) createCluster(ctx context.Context) (string, error) {
-	exists, err := u.cluster.Exists()
-	if err != nil {
-		return "", err
-	}
-	if exists {
+// madeCluster is the cluster the creating step made or found: clients connected to it, and, for
+// a new cluster, the work done while kind created it (zero for a cluster up found).
+type madeCluster struct {
+	kube  *cluster.Clients
+	early early
+}
+
+// createCluster creates the cluster from node's image, unless it exists (useCluster). Meanwhile
+// it starts the early work (early.go): our images of version for arch built, loaded and
+// applied, in runCtx, which outlives the step.
+func (u *up) createCluster(runCtx, ctx context.Context, node nodeImage, version, arch string) (madeCluster, string, error) {
+	if node.exists {
 		return u.useCluster(ctx)
 	}
-	cfg, from, err := u.config()
+	cfg, from, err := u.config(node)
 	if err != nil {
-		return "", err
+		return madeCluster{}, "", err
 	}
 	if !u.opts.NoRegistry {
 		if cfg, err = registry.KindConfig(cfg); err != nil {
-			return "", fmt.Errorf("%s: %w", from, err)
+			return madeCluster{}, "", fmt.Errorf("%s: %w", from, err)
 		}
 	}
-	u.version = checkout.Version(u.ctx, u.root)
-	u.early = u.startEarly(cfg)
-	if err := u.cluster.Create(cfg, u.opts.NodeImage, u.opts.Wait); err != nil {
-		u.early.abandon()
-		return "", err
+	e := u.startEarly(runCtx, cfg, version, arch)
+	if err := u.cluster.Create(cfg, node.ref, u.opts.Wait); err != nil {
+		e.abandon()
+		return madeCluster{}, "", err
 	}
-	u.early.clusterCreated()
-	return fmt.Sprintf("Created cluster %s from %s", u.opts.Name, from), nil
+	e.clusterCreated()
+	kube, err := cluster.Connect(u.cluster)
+	if err != nil {
+		return madeCluster{}, "", err
+	}
+	return madeCluster{kube: kube, early: e}, fmt.Sprintf("Created cluster %s from %s", u.opts.Name, from), nil
 }
 
 // useCluster takes the cluster that exists, when it is devctl's and of the shape asked for.
-func (u *up) useCluster(ctx context.Context) (string, error) {
+func (u *up) useCluster(ctx context.Context) (madeCluster, string, error) {
 	if err := u.cluster.CheckOurs(ctx); err != nil {
-		return "", err
+		return madeCluster{}, "", err
 	}
 	if u.opts.Workers > 0 {
 		all, err := u.cluster.Nodes()
 		if err != nil {
-			return "", err
+			return madeCluster{}, "", err
 		}
 		if len(all) != u.opts.Workers+1 {
-			return "", fmt.Errorf("cluster %s exists with %d node(s); --workers %d asks for %d: --workers shapes a cluster only when up creates it, so delete this one first (devctl down --name %s)", u.opts.Name, len(all), u.opts.Workers, u.opts.Workers+1, u.opts.Name)
+			return madeCluster{}, "", fmt.Errorf("cluster %s exists with %d node(s); --workers %d asks for %d: --workers shapes a cluster only when up creates it, so delete this one first (devctl down --name %s)", u.opts.Name, len(all), u.opts.Workers, u.opts.Workers+1, u.opts.Name)
 		}
 	}
 	if err := u.cluster.ExportKubeConfig(); err != nil {
-		return "", fmt.Errorf("writing the kubeconfig context %s: %w", u.cluster.Context(), err)
+		return madeCluster{}, "", fmt.Errorf("writing the kubeconfig context %s: %w", u.cluster.Context(), err)
 	}
-	return fmt.Sprintf("Cluster %s exists", u.opts.Name), nil
+	kube, err := cluster.Connect(u.cluster)
+	if err != nil {
+		return madeCluster{}, "", err
+	}
+	return madeCluster{kube: kube}, fmt.Sprintf("Cluster %s exists", u.opts.Name), nil
 }
 
-// config is the kind config of a new cluster, and where it comes from.
-func (u *up) config() ([]byte, string, error) {
+// config is the kind config of a new cluster of node's image, and where it comes from.
+func (u *up) config(node nodeImage) ([]byte, string, error) {
 	if u.opts.Workers <= 0 {
-		if u.published && u.opts.Config == "" {
+		if node.published && u.opts.Config == "" {
 			// clusters/kind.yaml is the offline image's: it leaves out kindnet, which this image has.
 			return []byte(kindcluster.PublishedConfig), "the built-in single-node config of kind's published image (kindnet)", nil
 		}
@@ -209,7 +264,7 @@ func (u *up) config() ([]byte, string, error) {
 	// The nodes keep their image's own pod network: kindnet on kind's images, flannel on the
 	// offline one and on a copy of it standing in for kind's (MLKUBE_PUBLISHED_NODE_IMAGE).
 	network := "flannel"
-	if kindsOwn(u.opts.NodeImage) {
+	if kindsOwn(node.ref) {
 		network = "kindnet"
 	}
 	return cfg, fmt.Sprintf("--workers %d (1 control plane, %d workers, %s)", u.opts.Workers, u.opts.Workers, network), err
@@ -265,19 +320,21 @@ func KindConfig(workers int, netDir string, out io.Writer) error {
 	return err
 }
 
-func (u *up) summary(out io.Writer) {
+// summary says what runs in cluster c after a run of opts: what in installed, Kueue's image
+// (nil without --kueue), the registry.
+func summary(out io.Writer, c *kindcluster.Cluster, opts Options, in install, kueueImage *scripted.Scripted) {
 	flag := ""
-	if u.opts.Name != cluster.DefaultName {
-		flag = " --name " + u.opts.Name
+	if opts.Name != cluster.DefaultName {
+		flag = " --name " + opts.Name
 	}
-	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", u.opts.Name, u.cluster.Context())
-	fmt.Fprintf(out, "  operator %s, image %s\n", u.version, u.operatorImage())
-	fmt.Fprintf(out, "  nodeprobe on every node, image %s (what it found: devctl status%s)\n", u.nodeprobeImage(), flag)
-	if u.kueueImage != nil {
+	fmt.Fprintf(out, "\nmlkube is up on kind cluster %s; kubectl now uses context %s.\n", opts.Name, c.Context())
+	fmt.Fprintf(out, "  operator %s, image %s\n", in.version, in.operatorImage())
+	fmt.Fprintf(out, "  nodeprobe on every node, image %s (what it found: devctl status%s)\n", in.nodeprobeImage(), flag)
+	if kueueImage != nil {
 		fmt.Fprintf(out, "  Kueue %s, image %s: ClusterQueue %s, LocalQueue %s in namespace %s; label a job %s: %[4]s to queue it\n",
-			u.kueueImage.Version, u.kueueImage.Ref, kueue.ClusterQueue, kueue.LocalQueue, kueue.LocalQueueNamespace, kueue.QueueLabel)
+			kueueImage.Version, kueueImage.Ref, kueue.ClusterQueue, kueue.LocalQueue, kueue.LocalQueueNamespace, kueue.QueueLabel)
 	}
-	if u.registry != nil {
+	if !opts.NoRegistry {
 		fmt.Fprintf(out, "  local registry %s: docker push %[1]s/NAME:TAG, and name that image in a job\n", registry.Host)
 	}
 	fmt.Fprintf(out, "\nNext:\n  kubectl get mlkube\n  devctl status%s\n  devctl down%s\n", flag, flag)

@@ -115,9 +115,8 @@ func TestKindsOwnImagesGetKindnet(t *testing.T) {
 		{"kindest/node:v1.34.0", kindcluster.PublishedConfig},
 		{"mlkube/kind-node:v1.34.4", "offline"},
 	} {
-		u := &up{root: root, published: kindsOwn(tc.image)}
-		u.opts.NodeImage = tc.image
-		data, from, err := u.config()
+		u := &up{root: root}
+		data, from, err := u.config(nodeImage{ref: tc.image, published: kindsOwn(tc.image)})
 		if err != nil || string(data) != tc.want {
 			t.Errorf("--image %s: config from %q (%v):\n%s", tc.image, from, err, data)
 		}
@@ -132,9 +131,9 @@ func TestWorkersNameTheImagesNetwork(t *testing.T) {
 		"mlkube/kind-node:v1.34.4":                    "flannel",
 		"localhost:5001/mlkube-e2e/kind-node:v1.34.4": "flannel", // e2e's stand-in for kind's image
 	} {
-		u := &up{published: true}
-		u.opts.Name, u.opts.Workers, u.opts.NodeImage = "t", 2, image
-		_, from, err := u.config()
+		u := &up{}
+		u.opts.Name, u.opts.Workers = "t", 2
+		_, from, err := u.config(nodeImage{ref: image, published: true})
 		if err != nil || !strings.HasSuffix(from, ", "+want+")") {
 			t.Errorf("--image %s --workers 2: %q, %v; want %s", image, from, err, want)
 		}
