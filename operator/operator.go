@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/mlkube/mlkube/operator/accelerator"
+	"github.com/mlkube/mlkube/operator/admitted"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/operator/fairqueue"
 	"github.com/mlkube/mlkube/operator/jaxjob"
@@ -91,6 +93,7 @@ func Scheme() *runtime.Scheme {
 	must(clientgoscheme.AddToScheme(s))
 	must(v1beta1.AddToScheme(s))
 	must(kueue.AddToScheme(s))
+	must(apiextensionsv1.AddToScheme(s)) // the CRDs, read whole only when one changes (operator/admitted)
 	return s
 }
 
@@ -172,6 +175,16 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		}
 		queue = kueue.Waits{Reader: mgr.GetClient()}
 	}
+	// Jobs the apiserver already checked against the operator's own CRDs are not checked again.
+	// Watching one namespace, the operator may read no CRD (its Role is namespaced): it then
+	// checks every job, as it does until the CRDs' first list is in.
+	var checker *admitted.Checker
+	if opts.Namespace == "" {
+		checker = &admitted.Checker{Reader: mgr.GetAPIReader()}
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return checker.Run(ctx, cfg) })); err != nil {
+			return nil, err
+		}
+	}
 	for _, fw := range Frameworks {
 		r := &replicajob.Reconciler{
 			Client:    mgr.GetClient(),
@@ -180,6 +193,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
 			Pods:      pods,
 			Queue:     queue,
+		}
+		if checker != nil {
+			r.Admitted = checker
 		}
 		copts := controller.Options{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,

@@ -41,7 +41,7 @@ func (e *Reconciler) observe(ctx context.Context, req reconcile.Request) (*pass,
 	// A job that breaks its CRD's rules or that no container could start with fails before
 	// anything is built for it.
 	if !finished(p.status) {
-		if p.cluster, p.invalid = e.resolve(job, p.mem); p.invalid != nil {
+		if p.cluster, p.invalid = e.resolve(ctx, job, p.mem); p.invalid != nil {
 			return p, nil
 		}
 	}

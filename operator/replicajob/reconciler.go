@@ -41,11 +41,21 @@ type Reconciler struct {
 	// Queue, when set, says why a job labelled for Kueue waits (queued.go); nil runs the
 	// operator without Kueue.
 	Queue Queue
+	// Admitted, when set, says which jobs the apiserver has already checked against the CRD the
+	// operator carries (operator/admitted); the engine checks only the others in process. Nil
+	// checks every job.
+	Admitted Admitted
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
 
 	// jobs is what the engine remembers of each job between reconciles (memory.go).
 	jobs memories
+}
+
+// Admitted says whether the apiserver checked a job, when it stored it, against the very CRD
+// the operator carries.
+type Admitted interface {
+	Checked(ctx context.Context, job v1beta1.Job) bool
 }
 
 // SetupWithManager registers the reconciler: it watches its jobs and everything they own.

@@ -1,6 +1,7 @@
 package replicajob
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,7 @@ func TestResolvedClusterKeepsNoJob(t *testing.T) {
 	e := &Reconciler{Framework: plainFramework{}}
 	mem := &memory{}
 	for pass, j := range []*v1beta1.TfJob{job(), job()} {
-		c, err := e.resolve(j, mem)
+		c, err := e.resolve(context.Background(), j, mem)
 		if err != nil {
 			t.Fatalf("pass %d: %v", pass, err)
 		}

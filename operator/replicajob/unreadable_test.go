@@ -37,15 +37,7 @@ func TestUnreadableJobStopsNoOtherJob(t *testing.T) {
 	addr := freeAddr(t)
 	startOperator(t, ns, func(o *operator.Options) { o.MetricsBindAddress = addr })
 
-	for _, k := range v1beta1.Kinds {
-		kit := jobtest.KindOf(frameworkOf(t, k))
-		must(t, k8s.Create(ctx, kit.NewJob(ns, "good-"+k.Label(), v1beta1.RunPolicy{})))
-	}
-	var want []string
-	for _, k := range v1beta1.Kinds {
-		want = append(want, podsOf(jobtest.KindOf(frameworkOf(t, k)), "good-"+k.Label())...)
-	}
-	waitPods(t, ns, want...)
+	want := runGoodJobs(t, ns)
 	for _, k := range v1beta1.Kinds {
 
 		bad := "bad-" + k.Label()
@@ -127,6 +119,22 @@ func frameworkOf(t *testing.T, k *v1beta1.Kind) replicajob.Framework {
 	}
 	t.Fatalf("no framework runs %s", k.Name)
 	return nil
+}
+
+// runGoodJobs creates a job of every kind, good-<kind>, and waits for all their pods, which it
+// names: the operator serves them whatever else a test stored beside them.
+func runGoodJobs(t *testing.T, ns string) []string {
+	t.Helper()
+	for _, k := range v1beta1.Kinds {
+		kit := jobtest.KindOf(frameworkOf(t, k))
+		must(t, k8s.Create(context.Background(), kit.NewJob(ns, "good-"+k.Label(), v1beta1.RunPolicy{})))
+	}
+	var want []string
+	for _, k := range v1beta1.Kinds {
+		want = append(want, podsOf(jobtest.KindOf(frameworkOf(t, k)), "good-"+k.Label())...)
+	}
+	waitPods(t, ns, want...)
+	return want
 }
 
 // podsOf names the replica pods of a job the kit makes.
