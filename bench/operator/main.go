@@ -44,6 +44,7 @@ import (
 
 	"github.com/mlkube/mlkube/internal/controlplane"
 	"github.com/mlkube/mlkube/operator"
+	"github.com/mlkube/mlkube/operator/admitted"
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
@@ -302,6 +303,10 @@ func startOperator(bin string, env *envtest.Environment, c client.Client, namesp
 		check(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	time.Sleep(2 * time.Second) // the operator's caches sync
+	// As in a cluster whose CRDs were installed before its jobs came: a job created within
+	// admitted.Margin of its CRD's install is one the operator checks again in process
+	// (operator/admitted), which no steady cluster's jobs are.
+	time.Sleep(admitted.Margin + time.Second)
 	return op, logf.Name(), func() {
 		_ = op.Process.Kill()
 		_ = op.Wait()
