@@ -2,6 +2,7 @@ package tui_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -261,5 +262,60 @@ func TestClientNamesTheKindOfEachRefusal(t *testing.T) {
 		if src, ok := refused[k.Name]; !ok || !strings.HasPrefix(src, k.CRD()+" ") {
 			t.Errorf("%s's refusal: %q, %v; all: %v", k.Name, src, ok, refused)
 		}
+	}
+}
+
+// A kind's first page (JobsPreview) is the top of the list the watch then sends, in the job
+// list's order, and counts every job: what the first screen draws from it is what it draws
+// once the whole list is in. The namespaces aa-b, aa and aa0 are listed in that order, as
+// the apiserver's keys "aa-b/...", "aa/..." and "aa0/..." compare, not as the names do.
+func TestClientPreviewIsTheTopOfTheList(t *testing.T) {
+	c := envtestCluster(t)
+	ctx := context.Background()
+	k := v1beta1.KindNamed("TfJob")
+	per := kube.PreviewPage/3 + 5 // more jobs than a page, the page ending in the last namespace
+	for _, ns := range []string{"aa", "aa-b", "aa0"} {
+		if err := c.Namespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		for i := range per {
+			createJob(t, c, k, ns, fmt.Sprintf("job-%03d", i))
+		}
+	}
+
+	client, err := kube.NewClient(c.Config, kube.Target{}, []*v1beta1.Kind{k}, kube.NewFeed(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	client.WatchJobs(wctx)
+	var preview *kube.JobsPreview
+	var all []*kube.Job
+	synced := false
+	collect(t, wctx, client, func(m any) {
+		switch m := m.(type) {
+		case kube.JobsPreview:
+			preview = &m
+		case kube.JobUpserted:
+			all = append(all, m.Job)
+		case kube.JobsSynced:
+			synced = true
+		case kube.WatchFailed:
+			t.Fatal(m.Err)
+		}
+	}, func() bool { return synced && preview != nil })
+
+	sort.Slice(all, func(a, b int) bool { return kube.JobLess(all[a], all[b]) })
+	if preview.Total != len(all) || !preview.More || len(preview.Jobs) != kube.PreviewPage {
+		t.Fatalf("the page holds %d jobs of %d (more: %v); the list has %d", len(preview.Jobs), preview.Total, preview.More, len(all))
+	}
+	for i, j := range preview.Jobs {
+		if j.Key() != all[i].Key() {
+			t.Fatalf("the page's job %d is %s, the list's %s", i, j.Key(), all[i].Key())
+		}
+	}
+	if first := preview.Jobs[0]; first.Namespace != "aa-b" {
+		t.Errorf("the page starts in namespace %s, not aa-b", first.Namespace)
 	}
 }

@@ -23,6 +23,7 @@ import (
 //
 //	parent: watch TEXT   child: ok TEXT, then, once a frame holding TEXT is written:
 //	                            seen TEXT UNIXNANO
+//	parent: watch !TEXT  the same for the first frame not holding TEXT
 //	parent: key NAME     (enter, esc, or a letter) pressed in the dashboard
 //
 // A frame is "written" when Bubble Tea's renderer writes it to the terminal: the first write
@@ -57,7 +58,7 @@ func (p *probe) viewed(content string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for t := range p.pending {
-		if strings.Contains(content, t) {
+		if gone, ok := strings.CutPrefix(t, "!"); ok && !strings.Contains(content, gone) || !ok && strings.Contains(content, t) {
 			delete(p.pending, t)
 			p.inView[t] = true
 		}

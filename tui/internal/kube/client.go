@@ -72,13 +72,15 @@ func (c *Client) Kinds() []*v1beta1.Kind { return c.kinds }
 // Next waits for the next batch of messages.
 func (c *Client) Next(ctx context.Context) (Batch, bool) { return c.feed.Next(ctx) }
 
-// WatchJobs watches the jobs of every served kind until ctx is done.
+// WatchJobs watches the jobs of every served kind until ctx is done. Beside each kind's watch
+// it lists the kind's first page (preview), which comes in long before the watch's first list.
 func (c *Client) WatchJobs(ctx context.Context) {
 	for _, k := range c.kinds {
 		rc, ns := c.jobs[k.Name], c.target.Namespace
 		req := func(o metav1.ListOptions) *rest.Request {
 			return rc.Get().NamespaceIfScoped(ns, ns != "").Resource(k.Plural).VersionedParams(&o, metav1.ParameterCodec)
 		}
+		go c.preview(ctx, k.Name, req)
 		c.run(ctx, watchSpec{
 			source: k.CRD() + " in " + c.target.Scope(),
 			kind:   k.Name,

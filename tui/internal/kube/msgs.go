@@ -14,6 +14,19 @@ type JobDeleted struct{ Key JobKey }
 // started has been sent.
 type JobsSynced struct{ Kind string }
 
+// JobsPreview is the first page of a kind's jobs, listed beside its watch: the watch's first
+// list of 5,000 jobs comes in whole or not at all, a second or more after start, and this page
+// of PreviewPage jobs, with how many there are in all, comes in a fraction of that. The job
+// list draws its top rows and its count from it until the kind's JobsSynced, or its list fails.
+type JobsPreview struct {
+	Kind string
+	Jobs []*Job // as the apiserver orders them: by namespace, then name (JobLess)
+	// Total counts every job of the kind, those on the page and those after it.
+	Total int
+	// More is true when jobs come after the page's last.
+	More bool
+}
+
 // ReplicaUpserted says a replica pod of the watched job was added or changed.
 type ReplicaUpserted struct {
 	Watch   int

@@ -117,7 +117,7 @@ func (m *Model) jobKey(k tea.KeyPressMsg) tea.Cmd {
 			return m.openLogs(r, false)
 		}
 	case key.Matches(k, m.keys.Tensorboard):
-		j := m.jobs.jobs[m.job.key]
+		j := m.jobs.job(m.job.key)
 		switch {
 		case m.fwd.state != "":
 			return m.stopForward()

@@ -128,7 +128,7 @@ func New(cfg Config) Model {
 		keys:  newKeys(),
 		help:  h,
 		now:   cfg.Now,
-		jobs:  newJobList(st, cfg.Target.Namespace == "", len(cfg.Kinds)),
+		jobs:  newJobList(st, cfg.Target.Namespace == "", kindNames(cfg.Kinds)),
 		input: in,
 		errs:  map[string]kube.WatchFailed{},
 	}
@@ -207,7 +207,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	m.jobs.showAges(m.now) // the clock ticked, or other rows came into view
 	if m.screen != screenJobs {
-		m.job.rebuild(m.now, m.jobs.jobs[m.job.key])
+		m.job.rebuild(m.now, m.jobs.job(m.job.key))
 	}
 	cmds = append(cmds, m.scheduleTick())
 	return m, tea.Batch(cmds...)
@@ -224,6 +224,8 @@ func (m *Model) apply(x any) tea.Cmd {
 		}
 	case kube.JobDeleted:
 		m.jobs.remove(x.Key)
+	case kube.JobsPreview:
+		m.jobs.setPreview(x)
 	case kube.JobsSynced:
 		m.jobs.markSynced(x.Kind)
 	case kube.ReplicaUpserted:
@@ -256,6 +258,9 @@ func (m *Model) apply(x any) tea.Cmd {
 			}
 		}
 	case kube.WatchFailed:
+		if x.Kind != "" {
+			m.jobs.dropPreview(x.Kind)
+		}
 		if x.Watch == 0 || (m.screen != screenJobs && x.Watch == m.job.watch) {
 			if _, ok := m.errs[x.Source]; !ok {
 				m.errOrder = append(m.errOrder, x.Source)
@@ -356,7 +361,7 @@ func (m *Model) layout() {
 // replicas first (at least three rows when there are), then the conditions, and the latest
 // events in what is left.
 func (m *Model) layoutJob() {
-	job := m.jobs.jobs[m.job.key]
+	job := m.jobs.job(m.job.key)
 	avail := m.bodyHeight - len(m.unreadableLines(job)) - len(m.tensorboardLines(job))
 	nrep := max(len(m.job.replicas), 1) // "no replica pods" takes a line
 	ncond := 0

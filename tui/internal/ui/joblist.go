@@ -15,23 +15,35 @@ import (
 // jobList is the list of jobs of every served kind: what the job watches sent, filtered and
 // sorted, under a cursor that stays on the same job while the list changes around it.
 type jobList struct {
-	jobs    map[kube.JobKey]*kube.Job
-	shown   []*kube.Job
-	byAge   bool   // newest first; else by namespace and name
-	filter  string // lower case
-	synced  map[string]bool
-	kinds   int // how many kinds are watched
-	allNS   bool
-	table   table
-	dirty   bool // the rows must be filtered and sorted again
-	started bool // the rows were last drawn with every kind's first list in
+	jobs   map[kube.JobKey]*kube.Job
+	shown  []*kube.Job
+	byAge  bool   // newest first; else by namespace and name (kube.JobLess)
+	filter string // lower case
+	synced map[string]bool
+	kinds  []string // the kinds watched
+	// previews are the first pages of the kinds whose first list is not in yet (kube.JobsPreview);
+	// total is how many jobs the list holds, counted from them, while they stand in for it.
+	previews map[string]kube.JobsPreview
+	total    int
+	allNS    bool
+	table    table
+	dirty    bool // the rows must be filtered and sorted again
+	started  bool // the rows were last drawn with every kind's first list in
 	// pos is each shown job's row, as of the last rebuild; changed are the rows whose job
 	// changed since in a way that leaves it in its place (a status), to draw again alone.
 	pos     map[kube.JobKey]int
 	changed []int
 }
 
-func newJobList(st styles, allNS bool, kinds int) jobList {
+func kindNames(kinds []*v1beta1.Kind) []string {
+	names := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		names = append(names, k.Name)
+	}
+	return names
+}
+
+func newJobList(st styles, allNS bool, kinds []string) jobList {
 	cols := []column{
 		{title: "NAME", min: 8, shrink: 1},
 		{title: "KIND", min: 5},
@@ -44,11 +56,12 @@ func newJobList(st styles, allNS bool, kinds int) jobList {
 		cols = append([]column{{title: "NAMESPACE", min: 9, max: 20, shrink: 3}}, cols...)
 	}
 	return jobList{
-		jobs:   map[kube.JobKey]*kube.Job{},
-		synced: map[string]bool{},
-		kinds:  kinds,
-		allNS:  allNS,
-		table:  newTable(cols, st, true),
+		jobs:     map[kube.JobKey]*kube.Job{},
+		synced:   map[string]bool{},
+		previews: map[string]kube.JobsPreview{},
+		kinds:    kinds,
+		allNS:    allNS,
+		table:    newTable(cols, st, true),
 	}
 }
 
@@ -98,11 +111,59 @@ func (l *jobList) remove(k kube.JobKey) {
 
 func (l *jobList) markSynced(kind string) {
 	l.synced[kind] = true
+	delete(l.previews, kind) // the kind's whole list replaces its first page
 	l.dirty = true
 }
 
+// setPreview takes the first page of a kind whose first list is not in yet.
+func (l *jobList) setPreview(p kube.JobsPreview) {
+	if !l.synced[p.Kind] {
+		l.previews[p.Kind] = p
+		l.dirty = true
+	}
+}
+
+// dropPreview forgets a kind's first page when its list fails: the page would stand, unchanged,
+// for as long as the list keeps failing, and the failure is what the screen says instead.
+func (l *jobList) dropPreview(kind string) {
+	if _, ok := l.previews[kind]; ok {
+		delete(l.previews, kind)
+		l.dirty = true
+	}
+}
+
+// previewing is whether the first pages stand in for the kinds whose first list is not in: while
+// the list loads, sorted by name and not filtered (a page is the top of the list by name and
+// unfiltered, nothing else), once every such kind's page is in.
+func (l *jobList) previewing() bool {
+	if !l.loading() || l.byAge || l.filter != "" {
+		return false
+	}
+	for _, k := range l.kinds {
+		if !l.synced[k] {
+			if _, ok := l.previews[k]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// job is the row of a job shown, from its kind's list or its first page; nil when none.
+func (l *jobList) job(k kube.JobKey) *kube.Job {
+	if j := l.jobs[k]; j != nil {
+		return j
+	}
+	for _, j := range l.previews[k.Kind].Jobs {
+		if j.Key() == k {
+			return j
+		}
+	}
+	return nil
+}
+
 // loading is true until every kind's first list is in.
-func (l *jobList) loading() bool { return len(l.synced) < l.kinds }
+func (l *jobList) loading() bool { return len(l.synced) < len(l.kinds) }
 
 func (l *jobList) setFilter(f string) {
 	f = strings.ToLower(strings.TrimSpace(f))
@@ -134,10 +195,23 @@ func (l *jobList) rebuild(now time.Time) {
 		k := j.Key()
 		keep = &k
 	}
+	previewing := l.previewing()
 	l.shown = l.shown[:0]
 	for _, j := range l.jobs {
-		if l.matches(j) {
+		// While previewing, a kind's first page stands in for the jobs its list sent so far.
+		if (!previewing || l.synced[j.Kind]) && l.matches(j) {
 			l.shown = append(l.shown, j)
+		}
+	}
+	l.total = len(l.shown)
+	var last *kube.Job // the least of the pages' last jobs, of those with jobs after them
+	if previewing {
+		for _, p := range l.previews {
+			l.shown = append(l.shown, p.Jobs...)
+			l.total += p.Total
+			if p.More && len(p.Jobs) > 0 && (last == nil || kube.JobLess(p.Jobs[len(p.Jobs)-1], last)) {
+				last = p.Jobs[len(p.Jobs)-1]
+			}
 		}
 	}
 	sort.Slice(l.shown, func(a, b int) bool {
@@ -145,14 +219,13 @@ func (l *jobList) rebuild(now time.Time) {
 		if l.byAge && !x.CreationTimestamp.Equal(&y.CreationTimestamp) {
 			return y.CreationTimestamp.Before(&x.CreationTimestamp)
 		}
-		if x.Namespace != y.Namespace {
-			return x.Namespace < y.Namespace
-		}
-		if x.Name != y.Name {
-			return x.Name < y.Name
-		}
-		return x.Kind < y.Kind
+		return kube.JobLess(x, y)
 	})
+	if last != nil {
+		// Up to last every job is known; after it, a page's kind has jobs not yet listed, which
+		// would go in between: those rows are not drawn until the list is in.
+		l.shown = l.shown[:sort.Search(len(l.shown), func(i int) bool { return kube.JobLess(last, l.shown[i]) })]
+	}
 	l.refresh(now)
 	clear(l.pos)
 	if l.pos == nil {
@@ -286,7 +359,7 @@ func (l *jobList) nextTick(now time.Time) time.Duration {
 
 // title is the line above the table: the kinds, how many jobs, the sort and the filter.
 func (l *jobList) title(kinds []string) string {
-	n := fmt.Sprint(len(l.shown))
+	n := fmt.Sprint(l.total)
 	if l.filter != "" {
 		n = fmt.Sprintf("%d/%d", len(l.shown), len(l.jobs))
 	}

@@ -66,10 +66,7 @@ func (m Model) bar() string {
 }
 
 func (m Model) kindNames() []string {
-	var names []string
-	for _, k := range m.cfg.Kinds {
-		names = append(names, k.Name)
-	}
+	names := kindNames(m.cfg.Kinds)
 	if len(names) == 0 {
 		names = []string{"Jobs"}
 	}
@@ -119,7 +116,7 @@ func (m Model) jobTitle() []string {
 		name = k.String()
 	}
 	s := m.st.title.Render(k.Kind + " " + name)
-	j := m.jobs.jobs[k]
+	j := m.jobs.job(k)
 	if j == nil {
 		return []string{s, m.st.err.Render("deleted")}
 	}
@@ -196,7 +193,7 @@ func (m Model) jobsBody() string {
 }
 
 func (m Model) jobBody() string {
-	job := m.jobs.jobs[m.job.key]
+	job := m.jobs.job(m.job.key)
 	var parts []string
 	parts = append(parts, m.unreadableLines(job)...)
 	parts = append(parts, m.tensorboardLines(job)...)
