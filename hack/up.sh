@@ -11,5 +11,5 @@ hack/docker.sh start
 # devctl rebuilds itself, only when what goes into it changed (bin/devctl build --help says how).
 # Where it cannot (no binary yet, one too old to know how, a compile error), go build builds it,
 # or says why not.
-bin/devctl build --if-changed 2>/dev/null || go build -o bin/devctl ./devctl/cmd/devctl
+bin/devctl build --if-changed 2>/dev/null || go build -trimpath -o bin/devctl ./devctl/cmd/devctl
 exec bin/devctl up ${NODE_IMAGE:+--image "$NODE_IMAGE"} "$@"

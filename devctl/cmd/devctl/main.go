@@ -303,7 +303,7 @@ node without kindnet) on the node image --image names. Without --image it choose
 and why: kind's published node image of Kubernetes 1.34, pinned by digest, where Docker holds it
 or can pull it within 3 minutes (then a single node gets kind's own pod network, kindnet, in
 place of clusters/kind.yaml); else mlkube's offline node image, which it builds from Go modules
-when Docker's image store lacks it (clusters/nodeimage/build.sh: 20-40 minutes the first time on
+when Docker's image store lacks it (clusters/nodeimage/build.sh: 10-40 minutes the first time on
 2 cores, seconds after). MLKUBE_PUBLISHED_NODE_IMAGE=NAME@sha256:... names a copy of the published
 image elsewhere (a mirror). It never takes kind's own default image: another Kubernetes version.
 

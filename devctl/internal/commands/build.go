@@ -68,7 +68,10 @@ func goBuild(ctx context.Context, root, out string) error {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, filepath.Base(out))
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, devctlPackage)
+	// -trimpath: the build cache then keys devctl's compiled packages by their modules' versions,
+	// not by where the module cache is, so a build with another module cache (CI's first step
+	// has a fresh one each run) compiles nothing again: 114 s on 2 cores without it.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, devctlPackage)
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

@@ -129,7 +129,7 @@ func lastLine(s string) string {
 // buildNodeImage runs the node image's build script and returns the tag it built or found; its
 // progress lines become the step's.
 func buildNodeImage(ctx context.Context, root string, p *steps.Progress) (string, error) {
-	task := p.Start("building or finding the offline node image (the first build takes 20-40 minutes on 2 cores)")
+	task := p.Start("building or finding the offline node image (the first build takes 10-40 minutes on 2 cores)")
 	tag, err := scripts.Run(ctx, root, nodeImageScript, nil, func(line string) {
 		task.Doing(line)
 		if strings.HasPrefix(line, "== ") {
