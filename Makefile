@@ -76,7 +76,9 @@ up: ## A local kind cluster with the operator (offline node image unless NODE_IM
 
 .PHONY: down
 down: ## Delete the local cluster.
-	go run ./devctl/cmd/devctl down
+	@# -trimpath, as hack/up.sh builds devctl: the build cache then serves it whatever the module
+	@# cache (CI's first step has a new one each run).
+	go run -trimpath ./devctl/cmd/devctl down
 
 .PHONY: bench
 bench: ## The operator at scale against the apiserver's floor (docs/performance.md).
