@@ -6,8 +6,10 @@
 //     (<name>-<type>-<index>, at most 63), so it has at most 48 characters and is a DNS-1035
 //     label. A job created with generateName is refused in words about generateName and the
 //     five characters the apiserver appends to it, not about a name the user never wrote.
-//   - On each replica group, what the operator needs of any pod template: an image in every
-//     container and init container, and no hostname or subdomain (the operator sets them).
+//   - On each replica group's pod template, what the operator needs of it: the framework's
+//     container (named in the kinds table), an image in every container and init container,
+//     and no hostname or subdomain (the operator sets them). Each sits on the field it reads
+//     (rules.go says why).
 //   - On each replica group's pod template, the label values no pod could carry: at most 63
 //     characters, the apiserver's label value syntax. These are schema (maxLength, pattern),
 //     which costs the apiserver no CEL budget: the refusal names the label and shows the value.
@@ -24,15 +26,30 @@ package main
 import (
 	"fmt"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/mlkube/mlkube/hack/internal/crdfile"
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 func main() { crdfile.Main("crdrules", transform) }
 
 // transform writes the shared rules into every version of a CRD manifest.
 func transform(data []byte) ([]byte, string, error) {
+	var crd struct {
+		Spec struct {
+			Names struct{ Kind string }
+		}
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return nil, "", err
+	}
+	k := v1beta1.KindNamed(crd.Spec.Names.Kind)
+	if k == nil {
+		return nil, "", fmt.Errorf("kind %q is not in the kinds table", crd.Spec.Names.Kind)
+	}
 	out, err := crdfile.Edit(data, func(version string, root map[string]any) error {
-		if err := rules(root); err != nil {
+		if err := rules(k, root); err != nil {
 			return fmt.Errorf("%s: %w", version, err)
 		}
 		return nil
@@ -40,5 +57,5 @@ func transform(data []byte) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return out, fmt.Sprintf("%d name rules on the root, %d on each replica group; template label values at most %d characters of the label syntax", len(NameRules), len(GroupRules), MaxLabelValue), nil
+	return out, fmt.Sprintf("%d name rules on the root; on each replica group's template, the %s container, images, no hostname or subdomain, label values at most %d characters of the label syntax", len(NameRules), k.Container, MaxLabelValue), nil
 }

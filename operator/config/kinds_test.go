@@ -42,8 +42,15 @@ func TestEachKindsRules(t *testing.T) {
 	drop := func(i int) func([]any) []any {
 		return func(specs []any) []any { return append(specs[:i:i], specs[i+1:]...) }
 	}
-	hostname := func(specs []any) []any {
-		group(specs, -1)["template"].(map[string]any)["spec"].(map[string]any)["hostname"] = "mine"
+	inPodSpec := func(field string, v any) func([]any) []any {
+		return func(specs []any) []any {
+			group(specs, -1)["template"].(map[string]any)["spec"].(map[string]any)[field] = v
+			return specs
+		}
+	}
+	noImage := func(specs []any) []any {
+		tmpl := group(specs, -1)["template"].(map[string]any)
+		delete(tmpl["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any), "image")
 		return specs
 	}
 	renameContainer := func(specs []any) []any {
@@ -64,7 +71,10 @@ func TestEachKindsRules(t *testing.T) {
 			{"no " + k.Container + " container", renameContainer, fmt.Sprintf("needs a container named '%s'", k.Container)},
 			{"no replicas", set(-1, "replicas", int64(0)), "should be greater than or equal to 1"},
 			{"10001 replicas", set(-1, "replicas", int64(10001)), "should be less than or equal to 10000"},
-			{"a hostname in a template", hostname, "hostname and subdomain are set by the operator"},
+			{"a hostname in a template", inPodSpec("hostname", "mine"), `template.spec.hostname: Invalid value: "string": is set by the operator`},
+			{"a subdomain in a template", inPodSpec("subdomain", ""), `template.spec.subdomain: Invalid value: "string": is set by the operator`},
+			{"a container without an image", noImage, "template.spec.containers[0].image: Required value"},
+			{"an init container with an empty image", inPodSpec("initContainers", []any{map[string]any{"name": "setup", "image": ""}}), "template.spec.initContainers[0].image: Invalid value: \"\": "},
 			{"two of " + decider, set(0, "replicas", int64(2)), "exactly one replica"},
 		} {
 			if k.Name == "TfJob" && tc.what == "no "+decider {

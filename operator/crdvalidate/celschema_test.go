@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apimachinery/pkg/runtime"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -50,12 +49,8 @@ func TestCELRulesSeeTheSameAsAgainstTheWholeSchema(t *testing.T) {
 		"master of two": func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[0].Replicas = 2 },
 		"no decider":    func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs = j.Spec.ReplicaSpecs[2:] },
 		"no tensorflow": func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[1].Template.Spec.Containers[0].Name = "trainer" },
-		"empty image":   func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[1].Template.Spec.Containers[0].Image = "" },
-		"init without image": func(j *v1beta1.TfJob) {
-			j.Spec.ReplicaSpecs[2].Template.Spec.InitContainers = []corev1.Container{{Name: "init"}}
-		},
-		"hostname":  func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[0].Template.Spec.Hostname = "h" },
-		"subdomain": func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[0].Template.Spec.Subdomain = "s" },
+		"hostname":      func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[0].Template.Spec.Hostname = "h" },
+		"subdomain":     func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[0].Template.Spec.Subdomain = "s" },
 		"fields no rule read": func(j *v1beta1.TfJob) {
 			j.Spec.ReplicaSpecs[0].Template.Spec.NodeName = "n"
 			j.Spec.ReplicaSpecs[0].Template.Labels = map[string]string{"a": "b"}

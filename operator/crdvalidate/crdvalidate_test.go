@@ -56,7 +56,7 @@ func TestValidate(t *testing.T) {
 		`spec.replicaSpecs[2]: Duplicate value: {"tfReplicaType":"WORKER"}`,
 		`metadata.name must start with a letter and hold only lower-case letters, digits and '-': it names the job's headless service and prefixes the replica hostnames (DNS-1035 labels)`,
 		`spec.replicaSpecs[0]: a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)`,
-		`spec.replicaSpecs[2]: template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome`,
+		`spec.replicaSpecs[2].template.spec.containers: needs a container named 'tensorflow': the operator gives it TF_CONFIG, and its exit code decides the replica's outcome`,
 	}
 	if got := lines(Validate(job)); !reflect.DeepEqual(got, want) {
 		t.Errorf("Validate:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

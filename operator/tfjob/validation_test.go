@@ -211,15 +211,15 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 		{
 			name:  "container-without-image",
 			edit:  inGroup(1, inFirstContainer(removeField("image"))),
-			field: "spec.replicaSpecs[1]",
-			msg:   "template.spec.containers: every container needs an image",
+			field: "spec.replicaSpecs[1].template.spec.containers[0].image",
+			msg:   "Required value",
 		},
 		{
 			name: "init-container-without-image",
 			edit: inGroup(2, setField([]any{map[string]any{"name": "fetch", "image": "busybox"}, map[string]any{"name": "setup"}},
 				"template", "spec", "initContainers")),
-			field: "spec.replicaSpecs[2]",
-			msg:   "template.spec.initContainers: every init container needs an image",
+			field: "spec.replicaSpecs[2].template.spec.initContainers[1].image",
+			msg:   "Required value",
 		},
 		{
 			name:  "unknown-clean-pod-policy",
@@ -261,8 +261,8 @@ func TestInvalidJobsAreRefused(t *testing.T) {
 		{
 			name:  "no-tensorflow-container",
 			edit:  typedEdit(func(j *v1beta1.TfJob) { j.Spec.ReplicaSpecs[1].Template.Spec.Containers[0].Name = "trainer" }),
-			field: "spec.replicaSpecs[1]",
-			msg:   "template.spec.containers needs a container named 'tensorflow'",
+			field: "spec.replicaSpecs[1].template.spec.containers",
+			msg:   "needs a container named 'tensorflow'",
 		},
 		{
 			name: "only-parameter-servers",

@@ -73,7 +73,7 @@ func TestInvalidCausesFromTheAPIServer(t *testing.T) {
 			}}},
 			[]string{
 				"spec.replicaSpecs[0]: a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)",
-				"spec.replicaSpecs[0]: template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome",
+				"spec.replicaSpecs[0].template.spec.containers: needs a container named 'tensorflow': the operator gives it TF_CONFIG, and its exit code decides the replica's outcome",
 			},
 		},
 		{

@@ -467,7 +467,7 @@ spec:
 		[]string{`metadata.name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`, `(got "Example_Job")`},
 		[]string{"metadata.name must start with a letter and hold only lower-case letters, digits and '-'"},
 		[]string{"spec.replicaSpecs[0]: a MASTER or CHIEF group has exactly one replica: set replicas: 1"},
-		[]string{"spec.replicaSpecs[0]: template.spec.containers needs a container named 'tensorflow'"},
+		[]string{"spec.replicaSpecs[0].template.spec.containers: needs a container named 'tensorflow'"},
 		[]string{"spec.replicaSpecs[2]: Duplicate value", `"tfReplicaType":"PS"`},
 	)
 	if c := tf(res).Spec.ReplicaSpecs[0].Template.Spec.Containers[0].Name; c != "trainer" {

@@ -84,5 +84,5 @@ metadata: {name: jx}
 spec:
   jaxReplicaSpecs:
     Worker: {replicas: 2, restartPolicy: OnFailure, template: {spec: {containers: [{name: trainer, image: x}]}}}`)
-	assertRefusals(t, res, []string{"spec.replicaSpecs[0]: template.spec.containers needs a container named 'jax'"})
+	assertRefusals(t, res, []string{"spec.replicaSpecs[0].template.spec.containers: needs a container named 'jax'"})
 }

@@ -148,7 +148,7 @@ spec:
 	assertRefusals(t, res,
 		[]string{"metadata.name: a lowercase RFC 1123 subdomain", `(got "Mx_Job")`},
 		[]string{"spec.replicaSpecs[0]: the SCHEDULER group has exactly one replica: set replicas: 1"},
-		[]string{"spec.replicaSpecs[0]: template.spec.containers needs a container named 'mxnet'"},
+		[]string{"spec.replicaSpecs[0].template.spec.containers: needs a container named 'mxnet'"},
 		[]string{"spec.replicaSpecs[2]: Duplicate value", `"mxReplicaType":"SERVER"`},
 	)
 	if !hasWarning(res, "spec.terminationPolicy.chief names WORKER 1", "the SCHEDULER decides") {

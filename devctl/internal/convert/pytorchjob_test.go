@@ -126,7 +126,7 @@ spec:
     Worker: {replicas: 4, template: {spec: {containers: [{name: trainer, image: x}]}}}`)
 	assertRefusals(t, res,
 		[]string{"spec: replicaSpecs needs a MASTER group: it is rank 0"},
-		[]string{"spec.replicaSpecs[0]: template.spec.containers needs a container named 'pytorch'"},
+		[]string{"spec.replicaSpecs[0].template.spec.containers: needs a container named 'pytorch'"},
 	)
 	if g := groupsOf(t, res.Job); len(g) != 1 || g[0].typ != "WORKER" || g[0].replicas != 4 {
 		t.Errorf("groups = %v", g)

@@ -20,7 +20,6 @@ const (
 const JAXContainerName = "jax"
 
 // JAXReplicaSpec is the replica group of a JAXJob.
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'jax')",message="template.spec.containers needs a container named 'jax': it gets COORDINATOR_ADDRESS, PROCESS_ID and the rest, and its exit code decides the replica's outcome"
 type JAXReplicaSpec struct {
 	// jaxReplicaType is the role: WORKER, the only one. Worker i is JAX process i; worker 0
 	// also serves the coordination service every process connects to, and its exit decides
@@ -121,6 +120,7 @@ var jaxJobKind = &Kind{
 	DefaultPort: 6666,
 	Order:       4,
 	Told:        "running processes were told NUM_PROCESSES",
+	Gets:        "COORDINATOR_ADDRESS, PROCESS_ID and the rest",
 	New:         func() Job { return &JAXJob{} }, NewList: func() List { return &JAXJobList{} },
 }
 

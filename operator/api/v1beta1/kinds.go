@@ -70,6 +70,9 @@ type Kind struct {
 	// Told is what a running replica was told of the job's shape: why its groups cannot change
 	// unless it is suspended, in the admission policy's refusal (operator/admission).
 	Told string
+	// Gets is what the operator gives the framework's container ("TF_CONFIG"), as the CRD's
+	// refusal of a group without that container says it (hack/crdrules).
+	Gets string
 	// Order is where the kind is listed: in the order kinds were added to mlkube.
 	Order int
 	// New and NewList make empty objects of the kind.

@@ -21,7 +21,6 @@ const MXContainerName = "mxnet"
 
 // MXReplicaSpec is one replica group of an MXJob.
 // +kubebuilder:validation:XValidation:rule="self.mxReplicaType != 'SCHEDULER' || self.replicas == 1",message="the SCHEDULER group has exactly one replica: set replicas: 1"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'mxnet')",message="template.spec.containers needs a container named 'mxnet': it gets the DMLC_* env and its exit code decides the replica's outcome"
 type MXReplicaSpec struct {
 	// mxReplicaType is the role: SCHEDULER (exactly one; it coordinates and its exit decides the
 	// job), SERVER (holds the parameters) or WORKER (computes).
@@ -119,6 +118,7 @@ var mxJobKind = &Kind{
 	DefaultPort: 9091,
 	Order:       2,
 	Told:        "running replicas were told how many servers and workers there are",
+	Gets:        "the DMLC_* env",
 	New:         func() Job { return &MXJob{} }, NewList: func() List { return &MXJobList{} },
 }
 

@@ -20,7 +20,6 @@ const PyTorchContainerName = "pytorch"
 
 // PyTorchReplicaSpec is one replica group of a PyTorchJob.
 // +kubebuilder:validation:XValidation:rule="self.pytorchReplicaType != 'MASTER' || self.replicas == 1",message="the MASTER group has exactly one replica (rank 0): set replicas: 1 (use WORKER for more)"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'pytorch')",message="template.spec.containers needs a container named 'pytorch': it gets MASTER_ADDR, RANK and the rest, and its exit code decides the replica's outcome"
 type PyTorchReplicaSpec struct {
 	// pytorchReplicaType is the role: MASTER (exactly one; rank 0, where every rank meets, and
 	// its exit decides the job) or WORKER (ranks 1 and up).
@@ -118,6 +117,7 @@ var pyTorchJobKind = &Kind{
 	DefaultPort: 23456,
 	Order:       3,
 	Told:        "running replicas were told WORLD_SIZE",
+	Gets:        "MASTER_ADDR, RANK and the rest",
 	New:         func() Job { return &PyTorchJob{} }, NewList: func() List { return &PyTorchJobList{} },
 }
 

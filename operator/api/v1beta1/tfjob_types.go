@@ -23,7 +23,6 @@ const TfContainerName = "tensorflow"
 
 // TfReplicaSpec is one replica group: a role, how many pods play it, and the pod to run.
 // +kubebuilder:validation:XValidation:rule="!(self.tfReplicaType in ['MASTER', 'CHIEF']) || self.replicas == 1",message="a MASTER or CHIEF group has exactly one replica: set replicas: 1 (use WORKER for more)"
-// +kubebuilder:validation:XValidation:rule="self.template.spec.containers.exists(c, c.name == 'tensorflow')",message="template.spec.containers needs a container named 'tensorflow': it gets TF_CONFIG and its exit code decides the replica's outcome"
 type TfReplicaSpec struct {
 	// tfReplicaType is the role: MASTER or CHIEF (at most one of them, one replica, decides when
 	// the job is done), WORKER, PS (parameter servers; they never keep a job alive) or EVALUATOR.
@@ -169,6 +168,7 @@ var tfJobKind = &Kind{
 	DefaultPort: 2222,
 	Order:       1,
 	Told:        "running replicas already hold a TF_CONFIG naming every replica",
+	Gets:        "TF_CONFIG",
 	New:         func() Job { return &TfJob{} }, NewList: func() List { return &TfJobList{} },
 }
 
