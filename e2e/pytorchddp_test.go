@@ -193,7 +193,8 @@ func (r ddpRunner) run(t *testing.T, ns, what string, job *v1beta1.PyTorchJob, w
 	must(t, err)
 	path := filepath.Join(t.TempDir(), "job.yaml")
 	must(t, os.WriteFile(path, data, 0o644))
-	out, took, err := r.devctl("run", path, "-n", ns)
+	// A job that never ends fails here in minutes, not at the suite's timeout.
+	out, took, err := r.devctl("run", path, "-n", ns, "--timeout", "5m")
 	code := 0
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

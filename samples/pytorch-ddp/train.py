@@ -136,7 +136,13 @@ def main():
     digest = hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16]
     say(rank, f"done: {steps} steps, parameters {digest}")
     dist.barrier()
-    dist.destroy_process_group()
+    # Past the barrier every rank is done. Leave without tearing the process group down: under
+    # torchrun, Debian's torch 1.13 can block rank 0 in destroy_process_group() for ever once the
+    # other ranks have gone (seen in e2e: its agent never reached torchrun's exit barrier, and
+    # the job never ended). The sockets close with the process.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
