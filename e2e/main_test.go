@@ -173,6 +173,11 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() er
 	t.Fatalf("%s: %v", what, err)
 }
 
+// registryInUse is held for reading while a test relies on the local registry's container
+// staying up (TestAcrossNodes' devctl up, in the background), and for writing by the test that
+// removes it to see devctl up start it again (TestUp).
+var registryInUse sync.RWMutex
+
 // timings are the durations the suite measured, for the docs (bin/e2e-timings.txt).
 var timings struct {
 	sync.Mutex

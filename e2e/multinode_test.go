@@ -38,27 +38,59 @@ import (
 // to; the test checks that those are the peers' pods and that some sit on another node than
 // the replica that called them: the traffic crossed nodes.
 func TestAcrossNodes(t *testing.T) {
-	// Beside TestKueue, once the other tests are done: a cluster of its own, and mostly waiting
-	// on its creation, which would otherwise add two minutes to the suite.
-	// The PyTorch sample's image builds meanwhile (minutes cold, seconds warm).
-	ddp := startDDPImage(t)
-	t.Parallel()
 	const multi = "mlkube-e2e-multi"
 	// Its own kubeconfig: devctl up makes its cluster the current context, and the other tests
 	// run devctl against the suite's cluster through theirs.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	// Its devctl's environment, set here: a test that runs beside others cannot t.Setenv.
 	env := append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	devctlMulti := func(args ...string) (string, time.Duration, error) {
+	// Its devctl's environment, set here (a test that runs beside others cannot t.Setenv), and
+	// extra variables for one command.
+	devctlEnv := func(extra []string, args ...string) (string, time.Duration, error) {
 		var out bytes.Buffer
 		cmd := exec.Command(devctl, args...)
-		cmd.Env = env
+		cmd.Env = append(slices.Clone(env), extra...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
 		err := cmd.Run()
 		t.Logf("$ devctl %s  (%.1fs, err=%v)\n%s", strings.Join(args, " "), time.Since(start).Seconds(), err, out.String())
 		return out.String(), time.Since(start), err
 	}
+	devctlMulti := func(args ...string) (string, time.Duration, error) { return devctlEnv(nil, args...) }
+
+	// Its cluster is made from here on, in the background, while the suite's other tests run on
+	// theirs: three nodes take a minute or more, mostly waiting on kind, and would otherwise add
+	// that to the suite's tail beside TestKueue. The PyTorch sample's image is built meanwhile
+	// (minutes cold, seconds warm) and loaded into the cluster once it is up (950 MB).
+	ddp := startDDPImage(t)
+	t.Cleanup(func() {
+		if _, _, err := devctlMulti("down", "--name", multi); err != nil {
+			t.Errorf("devctl down --name %s: %v", multi, err)
+		}
+	})
+	var up struct {
+		out, published string
+		took           time.Duration
+		err            error
+	}
+	upDone := make(chan struct{})
+	go func() {
+		defer close(upDone)
+		// The pull path of the node image: with no --image, up takes kind's published image where
+		// Docker has it or can pull it, and here the local registry holds a copy of our node image
+		// that the setting names in its place. (The suite's own cluster proves the fallback: kind's
+		// image cannot be pulled here, and up builds or finds the offline one.)
+		registryInUse.RLock()
+		if up.published, up.err = pushNodeImageCopy(); up.err == nil {
+			up.out, up.took, up.err = devctlEnv([]string{"MLKUBE_PUBLISHED_NODE_IMAGE=" + up.published}, "up", "--name", multi, "--workers", "2")
+		}
+		registryInUse.RUnlock()
+		ddp.loadInto(multi, up.err, devctlMulti)
+	}()
+	// Before the cluster's deletion, which the clean-up above does.
+	t.Cleanup(func() { <-upDone })
+
+	// Beside TestKueue, once the other tests are done.
+	t.Parallel()
 	// Misuse says what to do and changes nothing: --workers does not reshape the suite's
 	// one-node cluster, and does not go with --config.
 	out, _, err := devctlMulti("up", "--name", name, "--workers", "2", "--image", nodeImage)
@@ -69,22 +101,13 @@ func TestAcrossNodes(t *testing.T) {
 	if err == nil || !strings.Contains(out, "--workers and --config both shape the cluster: give one") {
 		t.Errorf("devctl up --workers with --config: %v\n%s", err, out)
 	}
-	t.Cleanup(func() {
-		if _, _, err := devctlMulti("down", "--name", multi); err != nil {
-			t.Errorf("devctl down --name %s: %v", multi, err)
-		}
-	})
-	// The pull path of the node image: with no --image, up takes kind's published image where
-	// Docker has it or can pull it, and here the local registry holds a copy of our node image
-	// that the setting names in its place. (The suite's own cluster proves the fallback: kind's
-	// image cannot be pulled here, and up builds or finds the offline one.)
-	published := pushNodeImageCopy(t)
-	env = append(env, "MLKUBE_PUBLISHED_NODE_IMAGE="+published)
-	out, took, err := devctlMulti("up", "--name", multi, "--workers", "2")
-	if err != nil {
-		t.Fatalf("devctl up --workers 2: %v", err)
+	<-upDone
+	if up.err != nil {
+		t.Fatalf("devctl up --workers 2 (in the background): %v", up.err)
 	}
-	timing("devctl up --workers 2: a new cluster of 3 nodes, flannel, operator", took)
+	published := up.published
+	out = up.out
+	timing("devctl up --workers 2: a new cluster of 3 nodes, flannel, operator (beside other tests)", up.took)
 	contains(t, "devctl up --workers 2", out, "--workers 2 (1 control plane, 2 workers, flannel)", "mlkube is up on kind cluster "+multi,
 		"✓ pulled "+published, "Node image "+published+": standing in for kind's published image, as MLKUBE_PUBLISHED_NODE_IMAGE says (pulled)",
 		// The images go to the two workers alone (the control plane is tainted), while kind
@@ -126,9 +149,6 @@ func TestAcrossNodes(t *testing.T) {
 		}
 	}
 	slices.Sort(workers)
-	// Into the workers while the other samples run: it is 950 MB.
-	ddp.loadInto(t, multi, devctlMulti)
-
 	for _, sample := range []struct{ file, job string }{
 		{"../samples/tfjob-distributed.yaml", "distributed"},
 		{"../samples/mxjob-distributed.yaml", "mx-distributed"},
@@ -197,21 +217,21 @@ func TestAcrossNodes(t *testing.T) {
 
 // pushNodeImageCopy pushes the offline node image to the local registry and returns the copy's
 // reference by digest, which Docker does not hold under that name (so it must be pulled).
-func pushNodeImageCopy(t *testing.T) string {
+func pushNodeImageCopy() (string, error) {
 	repo := "localhost:5001/mlkube-e2e/kind-node"
 	tag := repo + ":" + strings.TrimPrefix(nodeImage[strings.LastIndex(nodeImage, ":"):], ":")
 	out, err := exec.Command("sh", "-c", `docker tag "$1" "$2" && docker push "$2"`, "push", nodeImage, tag).CombinedOutput()
 	if err != nil {
-		t.Fatalf("pushing a copy of %s to the local registry: %v\n%s", nodeImage, err, out)
+		return "", fmt.Errorf("pushing a copy of %s to the local registry: %v\n%s", nodeImage, err, out)
 	}
 	m := regexp.MustCompile(`digest: (sha256:[0-9a-f]{64})`).FindStringSubmatch(string(out))
 	if m == nil {
-		t.Fatalf("docker push of %s printed no digest:\n%s", tag, out)
+		return "", fmt.Errorf("docker push of %s printed no digest:\n%s", tag, out)
 	}
 	if out, err := exec.Command("docker", "rmi", tag).CombinedOutput(); err != nil {
-		t.Fatalf("docker rmi %s: %v\n%s", tag, err, out)
+		return "", fmt.Errorf("docker rmi %s: %v\n%s", tag, err, out)
 	}
-	return repo + "@" + m[1]
+	return repo + "@" + m[1], nil
 }
 
 // pulledFromRegistry pushes a trainer of the user's to the local registry and runs the distributed

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,19 +63,19 @@ func startDDPImage(t *testing.T) *ddpImage {
 	return d
 }
 
-// loadInto loads the image, once built, into the cluster's pod nodes; the test waits for that
-// before its other clean-ups (the cluster's deletion).
-func (d *ddpImage) loadInto(t *testing.T, cluster string, devctlMulti func(...string) (string, time.Duration, error)) {
-	go func() {
-		defer close(d.loaded)
-		<-d.built
-		if d.build.err != nil {
-			d.load.err = errors.New("the image was not built")
-			return
-		}
+// loadInto loads the image, once built, into the cluster's pod nodes, unless the cluster could
+// not be made (upErr). The test waits for it before the cluster's deletion.
+func (d *ddpImage) loadInto(cluster string, upErr error, devctlMulti func(...string) (string, time.Duration, error)) {
+	defer close(d.loaded)
+	<-d.built
+	switch {
+	case upErr != nil:
+		d.load.err = fmt.Errorf("no cluster to load it into (%v)", upErr)
+	case d.build.err != nil:
+		d.load.err = errors.New("the image was not built")
+	default:
 		d.load.out, d.load.took, d.load.err = devctlMulti("load", "--name", cluster, d.tag)
-	}()
-	t.Cleanup(func() { <-d.loaded })
+	}
 }
 
 // ready waits for the image in the nodes and gives its tag.

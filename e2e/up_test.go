@@ -162,6 +162,8 @@ func localRegistry(t *testing.T, c client.Client) {
 	if out, err := exec.Command("sh", "-c", `tar -cf - --files-from /dev/null | docker import - "$1" && docker push "$1"`, "push", repo+":v1").CombinedOutput(); err != nil {
 		t.Fatalf("pushing %s: %v\n%s", repo, err, out)
 	}
+	registryInUse.Lock()
+	defer registryInUse.Unlock()
 	if out, err := exec.Command("docker", "rm", "-f", "mlkube-registry").CombinedOutput(); err != nil {
 		t.Fatalf("docker rm -f mlkube-registry: %v\n%s", err, out)
 	}

@@ -59,5 +59,8 @@ go build -o bin/devctl ./devctl/cmd/devctl
 # devctl dashboard runs the dashboard in its own process; the tfjob-tui binary is run too.
 go build -o bin/tfjob-tui ./tui/cmd/tfjob-tui
 kubectl=$(hack/control-plane.sh | tail -n 1)/kubectl
+# -parallel 4: the suite's tail is TestKueue and TestAcrossNodes side by side, and TestKueue's
+# three scenarios, in queues of their own, mostly wait on Kueue's timeouts; at go's default (one
+# test per core) two of them waited for a slot, 40 s more.
 MLKUBE_DEVCTL="$root/bin/devctl" MLKUBE_TUI="$root/bin/tfjob-tui" MLKUBE_NODE_IMAGE="$image" MLKUBE_KUBECTL="$kubectl" \
-  go test -tags e2e -count=1 -timeout 40m -v ${MLKUBE_E2E_RUN:+-run "$MLKUBE_E2E_RUN"} ./e2e/
+  go test -tags e2e -count=1 -parallel 4 -timeout 40m -v ${MLKUBE_E2E_RUN:+-run "$MLKUBE_E2E_RUN"} ./e2e/
