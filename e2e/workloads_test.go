@@ -228,7 +228,7 @@ func TestRunTheDistributedSample(t *testing.T) {
 
 // A worker killed once (exit 137, as if preempted) is recreated: one restart, the recreated
 // pod's log followed from its start, and the job still succeeds.
-func TestRunRetryableFailure(t *testing.T) {
+func retryableFailure(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "retry")
 	file := manifest(t, `
@@ -274,7 +274,7 @@ spec:
 
 // A worker exiting 1 fails the job: an event names the pod and the code, and devctl run exits 1
 // with the Failed condition's message.
-func TestRunPermanentFailure(t *testing.T) {
+func permanentFailure(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "fail")
 	file := manifest(t, `
@@ -322,7 +322,7 @@ spec:
 }
 
 // backoffLimit 0: the first retryable failure fails the job.
-func TestRunBackoffLimitExceeded(t *testing.T) {
+func backoffLimitExceeded(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "backoff")
 	file := manifest(t, `
@@ -353,7 +353,7 @@ spec:
 
 // activeDeadlineSeconds 5 on a job that needs longer: failed with DeadlineExceeded, its
 // running pods stopped.
-func TestRunActiveDeadline(t *testing.T) {
+func activeDeadline(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "deadline")
 	file := manifest(t, `
@@ -388,7 +388,7 @@ spec:
 
 // cleanPodPolicy Running keeps the pods that finished: devctl logs shows the deciding worker's
 // log after the job has ended, alone or with the others.
-func TestLogsAfterTheJobEnded(t *testing.T) {
+func logsAfterTheJobEnded(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "logs")
 	file := manifest(t, `
@@ -451,7 +451,7 @@ spec:
 // run before while the pod runs (the kubelet keeps one finished run per container, so once the
 // pod has finished, the first run is gone). The worker decides; the ps holds the parameters, so
 // that the fault is the worker's own.
-func TestLogsPreviousAfterAnInPlaceRestart(t *testing.T) {
+func logsPreviousAfterAnInPlaceRestart(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "previous")
 	file := manifest(t, `
@@ -506,7 +506,7 @@ spec:
 }
 
 // A manifest of 2017 (snake_case) runs after conversion, the warnings printed first.
-func TestRunALegacyManifest(t *testing.T) {
+func aLegacyManifest(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "legacy")
 	r := devctlRun(t, "run", "../samples/legacy/tfjob-2017.yaml", "-n", ns)
@@ -522,7 +522,7 @@ func TestRunALegacyManifest(t *testing.T) {
 }
 
 // An invalid job is refused before anything is created: exit 2, each cause with its field.
-func TestRunAnInvalidJob(t *testing.T) {
+func anInvalidJob(t *testing.T) {
 	c, _ := clusterClient(t)
 	ns := newNamespace(t, c, "invalid")
 	file := manifest(t, `
