@@ -58,8 +58,8 @@ func TestAcrossNodes(t *testing.T) {
 	devctlMulti := func(args ...string) (string, time.Duration, error) { return devctlEnv(nil, args...) }
 
 	// Its cluster is made from here on, in the background, while the suite's other tests run on
-	// theirs: three nodes take a minute or more, mostly waiting on kind, and would otherwise add
-	// that to the suite's tail beside TestKueue. The PyTorch sample's image is built meanwhile
+	// theirs (their waits leave most of the cores idle): three nodes take a minute or more, which
+	// would otherwise add to the suite's tail beside TestKueue. The PyTorch sample's image is built meanwhile
 	// (minutes cold, seconds warm) and loaded into the cluster once it is up (950 MB).
 	ddp := startDDPImage(t)
 	t.Cleanup(func() {

@@ -7,12 +7,12 @@ import "testing"
 // TestSideBySide runs the tests whose jobs keep to a namespace of their own and that measure no
 // time, at once (four at a time, make e2e's -parallel): each mostly waits on its pods, and one
 // after another they took two minutes of the suite while the cluster's 2 cores were three
-// quarters idle. It also shows what a shared cluster must do: jobs of different users beside
-// each other, none held up by another. Run one with -run 'TestSideBySide/<name>'.
+// quarters idle. Run one with -run 'TestSideBySide/<name>'.
 //
 // Not here: tests that change what the whole cluster sees (TestUp, TestNodeprobe, TestHelmChart,
-// TestKueue), load images into the node (TestRunLoadsYourOwnImage), or record how long a job took
-// (the samples' runs, TestStartupAgainstPlainPods, TestRunWithTensorBoard, TestDashboard).
+// TestKueue); tests that record how long something took (the samples' runs,
+// TestStartupAgainstPlainPods, TestRunWithTensorBoard, TestRunLoadsYourOwnImage); and
+// TestDashboard, which reads a terminal in tmux against deadlines, its subtests in order.
 func TestSideBySide(t *testing.T) {
 	for _, tc := range []struct {
 		name string
