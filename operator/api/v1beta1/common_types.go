@@ -79,6 +79,17 @@ type RunPolicy struct {
 	// Job's may: Kueue sets them when it admits the job and restores them when it evicts it.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
+
+	// progressDeadlineSeconds is how long a running job may go without its trainers reporting a
+	// larger step (docs/progress.md). The clock starts when every replica is running and starts
+	// again with each report whose step is larger than the one before. When it runs out, the job
+	// gets condition Progressing=False (reason ProgressDeadlineExceeded) and its replicas are
+	// restarted together, counted as one restart against backoffLimit; once backoffLimit is
+	// spent the job fails with that reason. A job whose trainers never report is restarted
+	// after this long too. Unset: no deadline.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
 // Suspended is whether runPolicy.suspend is true.
@@ -124,6 +135,9 @@ const (
 	// the job (a quota, a policy, an admission webhook); its message is the apiserver's own.
 	// It turns False once the object is created. Retried with backoff.
 	JobCreateRefused = "CreateRefused"
+	// JobProgressing is True while the trainers report progress, and False (reason
+	// ProgressDeadlineExceeded) once runPolicy.progressDeadlineSeconds passed without a larger step.
+	JobProgressing = "Progressing"
 	// JobUnreadable is True while the job as stored cannot be decoded whole by the operator
 	// (a number past its field's range, written before the CRD bounded it); its message names
 	// the field. The operator acts on nothing of such a job until it is fixed or deleted.
@@ -243,4 +257,111 @@ type JobStatus struct {
 	// +listMapKey=uid
 	// +optional
 	CountedInPlace []PodRestarts `json:"countedInPlace,omitempty"`
+	// stalls counts the restarts of the whole job after runPolicy.progressDeadlineSeconds ran
+	// out: each restarted every replica and counts once in restarts, against backoffLimit.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Stalls int32 `json:"stalls,omitempty"`
+	// progress is how far training is, as the job's trainers last reported it (docs/progress.md).
+	// +optional
+	Progress *JobProgress `json:"progress,omitempty"`
+	// firstFailure is the replica that failed first, with its node, exit code and last words:
+	// the cause of a failed job, where the other replicas exited after it because their peer
+	// was gone. Set when the job fails on a replica's exit.
+	// +optional
+	FirstFailure *ReplicaFailure `json:"firstFailure,omitempty"`
+}
+
+// JobProgress is the progress the trainers of a job report, and what the operator makes of it.
+type JobProgress struct {
+	// step is the last step reported.
+	// +kubebuilder:validation:Minimum=0
+	Step int64 `json:"step"`
+	// totalSteps is the number of steps the run will take, when the trainer said.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TotalSteps *int64 `json:"totalSteps,omitempty"`
+	// epoch is the last epoch reported, when the trainer counts them.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Epoch *int64 `json:"epoch,omitempty"`
+	// totalEpochs is the number of epochs the run will take, when the trainer said.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TotalEpochs *int64 `json:"totalEpochs,omitempty"`
+	// percent is how much of the run is done, 0-100: from step and totalSteps, else from epoch
+	// and totalEpochs; unset when neither total is known.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int32 `json:"percent,omitempty"`
+	// metrics are the named values of the last report (loss, accuracy...), in the order the
+	// trainer sent them, each written as a decimal number, or NaN, +Inf or -Inf: a run that
+	// diverges shows as one.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Metrics []Metric `json:"metrics,omitempty"`
+	// replica is the pod whose report this is.
+	Replica string `json:"replica"`
+	// reportTime is when the operator received the report.
+	ReportTime metav1.Time `json:"reportTime"`
+	// advanceTime is when the step last grew: progressDeadlineSeconds counts from it.
+	// +optional
+	AdvanceTime *metav1.Time `json:"advanceTime,omitempty"`
+	// stepsPerSecond is the recent step rate, as the operator measured it over the last reports.
+	// +optional
+	StepsPerSecond string `json:"stepsPerSecond,omitempty"`
+	// remainingSeconds is the operator's estimate of the time left, from the recent step rate
+	// and totalSteps (or the epoch rate and totalEpochs); unset until it can tell.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RemainingSeconds *int64 `json:"remainingSeconds,omitempty"`
+	// summary is the progress in a few characters, for `kubectl get`: "42%", or "step 120"
+	// when no total is known.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+	// remaining is remainingSeconds for people, e.g. "1h12m", for `kubectl get -o wide`.
+	// +optional
+	Remaining string `json:"remaining,omitempty"`
+}
+
+// Metric is one named value a trainer reported.
+type Metric struct {
+	// name is the metric's name, e.g. loss.
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// value is the number as a decimal, or NaN, +Inf or -Inf.
+	// +kubebuilder:validation:MaxLength=32
+	Value string `json:"value"`
+}
+
+// ReplicaFailure is one replica's failure, as the kubelet told it.
+type ReplicaFailure struct {
+	// replica is the replica's type and index, e.g. "worker 1".
+	Replica string `json:"replica"`
+	// pod is the replica's pod.
+	Pod string `json:"pod"`
+	// node is the node the pod ran on.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// exitCode is the framework container's, when it terminated.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// reason is the kubelet's, e.g. Error, OOMKilled, Evicted.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// judged is how the operator judged the exit, e.g. "permanent: 1-127".
+	// +optional
+	Judged string `json:"judged,omitempty"`
+	// finishedAt is when its container terminated.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// lastWords is the end of what the container printed as it failed (its termination message,
+	// which the framework container takes from its log unless its template says otherwise),
+	// at most about 1 KiB, cut at a line; it starts with "[...]" when cut.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	LastWords string `json:"lastWords,omitempty"`
 }

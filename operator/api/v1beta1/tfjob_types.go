@@ -132,6 +132,8 @@ type TfJobSpec struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Running")].reason`,priority=1,description="why the job is not running, when it waits: ImagePullBackOff, Unschedulable, ..."
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.replicas`,description="ready/total pods per replica type"
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress.summary`,description="how far training is, as its trainers report it: percent done, or the step"
+// +kubebuilder:printcolumn:name="Time Left",type=string,JSONPath=`.status.progress.remaining`,priority=1,description="the operator's estimate from the recent step rate"
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.restarts`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type TfJob struct {
