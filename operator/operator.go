@@ -6,6 +6,9 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 	"time"
 	"unique"
 
@@ -13,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -23,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -35,6 +40,7 @@ import (
 	"github.com/mlkube/mlkube/operator/jaxjob"
 	"github.com/mlkube/mlkube/operator/kueue"
 	"github.com/mlkube/mlkube/operator/mxjob"
+	"github.com/mlkube/mlkube/operator/progress"
 	"github.com/mlkube/mlkube/operator/pytorchjob"
 	"github.com/mlkube/mlkube/operator/replicajob"
 	"github.com/mlkube/mlkube/operator/tfjob"
@@ -70,6 +76,16 @@ type Options struct {
 	// manager and queues) must run in the cluster, with mlkube's kinds among its
 	// externalFrameworks.
 	Kueue bool
+
+	// ProgressBindAddress is where the progress endpoint listens for the trainers' reports
+	// (operator/progress, docs/progress.md); empty or "0" turns it off.
+	ProgressBindAddress string
+	// ProgressURL is where trainers reach that endpoint, e.g.
+	// https://mlkube-progress.mlkube-system.svc:443: the replicas are told it, and the
+	// endpoint's certificate is issued for its host.
+	ProgressURL string
+	// ProgressListening, when set, gets the endpoint's address once it listens (tests).
+	ProgressListening func(net.Addr)
 
 	// ManyPerProcess lets one process run several operators (tests do); controller-runtime
 	// otherwise refuses a second controller of the same name because their metrics would clash.
@@ -159,6 +175,11 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		pods = store
 	}
 
+	endpoint, pokes, err := serveProgress(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
+
 	var extraTypes []client.Object
 	for _, fw := range Frameworks {
 		if ext, ok := fw.(replicajob.Extension); ok {
@@ -193,6 +214,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
 			Pods:      pods,
 			Queue:     queue,
+		}
+		if endpoint != nil {
+			r.Progress, r.Pokes = endpoint, pokes[fw.Kind().Name]
 		}
 		if checker != nil {
 			r.Admitted = checker
@@ -229,6 +253,8 @@ func trimmedCache() cache.Options {
 	for _, k := range v1beta1.Kinds {
 		byObject[k.New()] = cache.ByObject{Transform: stripLastApplied}
 	}
+	// Of ConfigMaps, only the namespaces' copies of the progress endpoint's CA.
+	byObject[&corev1.ConfigMap{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", progress.TrustConfigMap)}
 	return cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: byObject}
 }
 
@@ -302,4 +328,53 @@ func intern(s string) string {
 		return s
 	}
 	return unique.Make(s).Value()
+}
+
+// serveProgress sets up the progress endpoint (operator/progress): its server, on every replica
+// of the operator, and what the engine reads of it. It returns, per kind, the channel on which
+// the board asks for a job to be reconciled; nothing when the endpoint is off.
+func serveProgress(mgr manager.Manager, opts Options) (*progress.Endpoint, map[string]chan event.GenericEvent, error) {
+	if opts.ProgressBindAddress == "" || opts.ProgressBindAddress == "0" {
+		return nil, nil, nil
+	}
+	u, err := url.Parse(opts.ProgressURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return nil, nil, fmt.Errorf("--progress-url %q: an https URL, e.g. https://mlkube-progress.mlkube-system.svc:443", opts.ProgressURL)
+	}
+	names := []string{u.Hostname()}
+	if strings.HasSuffix(u.Hostname(), ".svc") {
+		names = append(names, u.Hostname()+".cluster.local")
+	}
+	pokes := map[string]chan event.GenericEvent{}
+	for _, k := range v1beta1.Kinds {
+		pokes[k.Name] = make(chan event.GenericEvent, 1024)
+	}
+	board := &progress.Board{Poke: func(job progress.JobRef, after time.Duration) {
+		obj := job.Kind.New()
+		obj.SetNamespace(job.Namespace)
+		obj.SetName(job.Name)
+		time.AfterFunc(after, func() { pokes[job.Kind.Name] <- event.GenericEvent{Object: obj} })
+	}}
+	certs := &progress.Certs{Names: names}
+	handler := &progress.Handler{
+		Board:    board,
+		Reviewer: &progress.Reviewer{Client: mgr.GetClient()},
+		Pods:     mgr.GetClient(),
+		Ready:    func() bool { return elected(mgr) },
+	}
+	server := &progress.Server{Addr: opts.ProgressBindAddress, Handler: handler, Certs: certs, Listening: opts.ProgressListening}
+	if err := mgr.Add(server); err != nil {
+		return nil, nil, err
+	}
+	trust := &progress.Trust{Certs: certs, Client: mgr.GetClient()}
+	return &progress.Endpoint{URL: strings.TrimSuffix(opts.ProgressURL, "/"), Board: board, Trust: trust}, pokes, nil
+}
+
+func elected(mgr manager.Manager) bool {
+	select {
+	case <-mgr.Elected():
+		return true
+	default:
+		return false
+	}
 }

@@ -319,3 +319,44 @@ func TestClientPreviewIsTheTopOfTheList(t *testing.T) {
 		t.Errorf("the page starts in namespace %s, not aa-b", first.Namespace)
 	}
 }
+
+// The rows the watches make carry through a real apiserver what the job's view shows of the
+// status: the progress, the first failure with its last words, and the count of stalls.
+func TestClientRowsCarryProgressAndFirstFailure(t *testing.T) {
+	c, ns := clusterNamespace(t, "progress-rows")
+	ctx := context.Background()
+	k := v1beta1.Kinds[0]
+	createJob(t, c, k, ns, "reports")
+	total, code := int64(1000), int32(1)
+	st := v1beta1.JobStatus{State: v1beta1.JobStateFailed, Phase: v1beta1.JobPhaseFailed, Stalls: 1,
+		Progress: &v1beta1.JobProgress{Step: 120, TotalSteps: &total, Metrics: []v1beta1.Metric{{Name: "loss", Value: "0.4213"}},
+			Replica: "reports-worker-0", ReportTime: metav1.Now(), Summary: "12%"},
+		FirstFailure: &v1beta1.ReplicaFailure{Replica: "worker 1", Pod: "reports-worker-1", Node: "node-1", ExitCode: &code,
+			Judged: "permanent: 1-127", LastWords: "Traceback (most recent call last):\nRuntimeError: boom\n"}}
+	if err := c.SetJobStatus(ctx, k.Name, ns, "reports", st); err != nil {
+		t.Fatal(err)
+	}
+	client, err := kube.NewClient(c.Config, kube.Target{Namespace: ns}, kube.Kinds, kube.NewFeed(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	client.WatchJobs(wctx)
+	var row *kube.Job
+	collect(t, wctx, client, func(m any) {
+		if u, ok := m.(kube.JobUpserted); ok && u.Job.Name == "reports" {
+			row = u.Job
+		}
+	}, func() bool { return row != nil && row.State == string(v1beta1.JobStateFailed) })
+	p, f := row.Progress, row.FirstFailure
+	if p == nil || p.Step != 120 || p.Summary != "12%" || len(p.Metrics) != 1 || p.Metrics[0].Value != "0.4213" || p.ReportTime.IsZero() {
+		t.Errorf("progress %+v", p)
+	}
+	if f == nil || f.Node != "node-1" || f.ExitCode == nil || *f.ExitCode != 1 || f.LastWords != st.FirstFailure.LastWords {
+		t.Errorf("first failure %+v", f)
+	}
+	if row.Stalls != 1 {
+		t.Errorf("stalls %d", row.Stalls)
+	}
+}

@@ -227,27 +227,30 @@ func TestEndToEnd(t *testing.T) {
 		return strings.Contains(sc, kindsTitle()+" (4)") && strings.Contains(sc, "mnist-retry") && !strings.Contains(sc, "loading")
 	})
 	keepScreen(t, "jobs", sc)
-	for job, want := range map[string]string{
-		"mnist ":       "Running   master 1/1 worker 2/2 ps 2/2",
-		"mnist-bad":    "Failed    master 0/1 worker 0/2 ps 0/2",
-		"mnist-done":   "Succeeded master 0/1 worker 0/2 ps 0/2",
-		"mnist-retry ": "Running   master 1/1 worker 1/2 ps 2/2",
+	for job, want := range map[string][2]string{
+		"mnist ":       {"Running", "master 1/1 worker 2/2 ps 2/2"},
+		"mnist-bad":    {"Failed", "master 0/1 worker 0/2 ps 0/2"},
+		"mnist-done":   {"Succeeded", "master 0/1 worker 0/2 ps 0/2"},
+		"mnist-retry ": {"Running", "master 1/1 worker 1/2 ps 2/2"},
 	} {
-		if l := line(sc, job); !strings.Contains(l, want) {
-			t.Errorf("%s row is %q, want it to hold %q", job, l, want)
+		// Their trainers never reported: nothing between the ready counts and the restarts.
+		if l := line(sc, job); !regexp.MustCompile(" " + want[0] + " +" + regexp.QuoteMeta(want[1]) + ` +\d+ `).MatchString(l) {
+			t.Errorf("%s row is %q, want it to hold %q, then %q, then the restarts", job, l, want[0], want[1])
 		}
 	}
 
-	// A status write shows up: mnist loses a worker and counts a restart.
+	// A status write shows up: mnist loses a worker, counts a restart, and its trainers report.
 	std := tuifixture.Standard
 	st := tuifixture.Running(std, 3)
 	st.Replicas = "master 1/1 worker 1/2 ps 2/2"
+	total, pct := int64(1000), int32(42)
+	st.Progress = &v1beta1.JobProgress{Step: 420, TotalSteps: &total, Percent: &pct, Replica: "mnist-master-0", ReportTime: metav1.Now(), Summary: "42%"}
 	if err := c.SetJobStatus(ctx, "TfJob", ns, "mnist", st); err != nil {
 		t.Fatal(err)
 	}
 	s.waitFor("mnist's new status", func(sc string) bool {
 		l := line(sc, "mnist ")
-		return strings.Contains(l, "worker 1/2") && strings.Contains(l, " 3 ")
+		return strings.Contains(l, "worker 1/2") && strings.Contains(l, " 3 ") && strings.Contains(l, " 42% ")
 	})
 
 	// New jobs appear, deleted ones go.

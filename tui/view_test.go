@@ -287,6 +287,8 @@ func TestViewsFit80x24(t *testing.T) {
 		"logs":    {at(0, docJobs()...), key("G"), key("enter"), at(0, retryReplicas(1)...), key("l"), at(0, logLines(2, 0, 100))},
 		"help":    {at(0, docJobs()...), key("?")},
 		"tb":      {at(0, docJobs()...), key("b")},
+		"failure": {at(0, progressJobs()...), keys("jjj"), key("enter")},
+		"stalled": {at(0, progressJobs()...), key("j"), key("enter")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			lines := strings.Split(screen(run(t, newModel(target), 80, 24, msgs...)), "\n")

@@ -1,6 +1,7 @@
 // Package jobwatch is how devctl and the dashboard follow a job, written once: the informer that
 // keeps a list-and-watch up (Informer), what a job and its replica pods are listed and watched by
-// (Job, Pods), which container decides a replica (Container), and the log streamer (logs.go).
+// (Job, Pods), which container decides a replica (Container), the log streamer (logs.go), and
+// a job's progress in words (progress.go).
 // devctl's follow and tfjob-tui's client differ in what they make of what they see, not in how
 // they see it.
 package jobwatch

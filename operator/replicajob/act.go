@@ -32,6 +32,9 @@ func (e *Reconciler) act(ctx context.Context, p *pass) error {
 		return e.expire(ctx, p.job)
 	}
 	if p.create {
+		if missingPods(p.replicas) {
+			e.prepareProgress(ctx, p)
+		}
 		created, wait, r, err := e.create(ctx, p.job, p.mem, p.cluster, p.replicas)
 		if err != nil {
 			return err
@@ -151,6 +154,15 @@ func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, unseen *memory
 		return "", wait, refusal, nil
 	}
 	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), wait, refusal, nil
+}
+
+func missingPods(replicas []*replica) bool {
+	for _, r := range replicas {
+		if r.pod == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func count(n int, noun string) string {

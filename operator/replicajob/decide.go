@@ -1,6 +1,8 @@
 package replicajob
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -31,8 +33,17 @@ func (e *Reconciler) decide(p *pass) {
 	case !finished(s) && meta.IsStatusConditionTrue(s.Conditions, v1beta1.JobSuspended) && !resume(p):
 		return
 	}
+	var stallLeft, settling time.Duration
 	if !finished(s) {
-		p.events = append(p.events, e.decideOutcome(p.job, p.replicas, p.policy, s, p.now)...)
+		var evs []event
+		evs, settling = e.decideOutcome(p.job, p.mem, p.replicas, p.policy, s, p.now)
+		p.events = append(p.events, evs...)
+	}
+	if !finished(s) && len(p.events) == 0 && settling == 0 {
+		// Only in a pass that decided nothing else: a restart just counted is not a stall.
+		var evs []event
+		evs, stallLeft = e.stall(p.job.GetUID(), p.replicas, p.policy, s, p.now)
+		p.events = append(p.events, evs...)
 	}
 	// Every decision comes with an event; without one, nothing needs writing before acting.
 	p.commit = len(p.events) > 0
@@ -46,7 +57,7 @@ func (e *Reconciler) decide(p *pass) {
 		return
 	}
 	p.doomed = restarts(p.replicas, s)
-	p.result.RequeueAfter = deadlineLeft(s, p.policy, p.now)
+	p.result.RequeueAfter = soonest(soonest(deadlineLeft(s, p.policy, p.now), stallLeft), settling)
 	p.create = p.waiting == 0
 }
 

@@ -100,21 +100,26 @@ func runningOrPending(pod *corev1.Pod) Outcome {
 	return Pending
 }
 
-// Describe says in words why a pod ended, for events and conditions.
-func (v Verdict) Describe(pod string) string {
-	class := ""
+// Class says how the exit was judged: "permanent: 1-127", "retryable: 128-255"...
+func (v Verdict) Class() string {
 	switch {
 	case v.Reason == "OOMKilled":
-		class = "out of memory, permanent"
+		return "out of memory, permanent"
 	case v.HasExit && v.Outcome == Permanent && v.ExitCode >= 1 && v.ExitCode <= 127:
-		class = "permanent: 1-127"
+		return "permanent: 1-127"
 	case v.Outcome == Permanent:
-		class = "permanent: restartPolicy Never"
+		return "permanent: restartPolicy Never"
 	case v.HasExit && v.Outcome == Retryable && v.ExitCode >= 128:
-		class = "retryable: 128-255"
+		return "retryable: 128-255"
 	case v.Outcome == Retryable:
-		class = "retryable"
+		return "retryable"
 	}
+	return ""
+}
+
+// Describe says in words why a pod ended, for events and conditions.
+func (v Verdict) Describe(pod string) string {
+	class := v.Class()
 	reason := v.Reason
 	if reason == "" {
 		reason = "unknown reason"

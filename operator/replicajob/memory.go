@@ -28,6 +28,11 @@ type memory struct {
 	// labels it is counted under in the mlkube_jobs_unreadable gauge (unreadable.go).
 	unreadable string
 	counted    []string
+	// progressUnavailable is true once the job was told that its namespace could not be readied
+	// for progress reports (progress.go).
+	progressUnavailable bool
+	// failureSeen is when a permanent failure of the job was first seen (firstfailure.go).
+	failureSeen time.Time
 }
 
 // memories holds the memory of every job a reconciler has seen, by UID, and which UID holds

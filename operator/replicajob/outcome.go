@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,37 +15,45 @@ import (
 
 // decideOutcome reads the replicas' verdicts and records in status what follows from them:
 // counted restarts, and the job's outcome. It returns the events that explain each decision.
-func (e *Reconciler) decideOutcome(job client.Object, replicas []*replica, policy v1beta1.RunPolicy, status *v1beta1.JobStatus, now metav1.Time) []event {
+//
+// A permanent failure is judged once settled (firstfailure.go): until then it returns how long
+// to wait, and no event.
+func (e *Reconciler) decideOutcome(job client.Object, mem *memory, replicas []*replica, policy v1beta1.RunPolicy, status *v1beta1.JobStatus, now metav1.Time) ([]event, time.Duration) {
 	decider := e.Framework.Kind().Decider(groupsOf(replicas))
+	// A pod whose restart is counted is going: how it ends (a stalled job's replicas, stopped)
+	// decides nothing.
+	live := func(r *replica) bool { return r.pod != nil && !counted(status, r.pod.UID) }
 	for _, r := range replicas {
-		if r.pod != nil && r.group.Type == decider && r.index == 0 && r.verdict.Outcome == Succeeded {
+		if live(r) && r.group.Type == decider && r.index == 0 && r.verdict.Outcome == Succeeded {
 			msg := fmt.Sprintf("%s %d exited 0", strings.ToLower(decider), 0)
 			succeed(status, titleCase(decider)+"Succeeded", msg, now)
-			return []event{{kind: corev1.EventTypeNormal, reason: "Succeeded", action: "Complete", note: "job succeeded: " + msg, related: r.pod}}
+			return []event{{kind: corev1.EventTypeNormal, reason: "Succeeded", action: "Complete", note: "job succeeded: " + msg, related: r.pod}}, 0
 		}
 	}
 
-	for _, r := range replicas {
-		if r.pod != nil && r.verdict.Outcome == Permanent {
-			msg := r.verdict.Describe(r.name) + ": the job failed"
-			reason := "ExitCode"
-			switch {
-			case r.verdict.Reason == "OOMKilled":
-				reason = "OOMKilled"
-			case !r.verdict.HasExit:
-				reason = "PodFailed"
-			}
-			fail(status, reason, msg, now)
-			return []event{{kind: corev1.EventTypeWarning, reason: "Failed", action: "Fail", note: msg, related: r.pod}}
+	if r := firstFailed(replicas, e.Framework.Kind().Container, live); r != nil {
+		if wait := mem.settle(finishedAt(r, e.Framework.Kind().Container), now.Time); wait > 0 {
+			return nil, wait
 		}
+		reason := "ExitCode"
+		switch {
+		case r.verdict.Reason == "OOMKilled":
+			reason = "OOMKilled"
+		case !r.verdict.HasExit:
+			reason = "PodFailed"
+		}
+		status.FirstFailure = failureOf(r, e.Framework.Kind().Container)
+		msg := failureMessage(r, status.FirstFailure)
+		fail(status, reason, msg, now)
+		return []event{{kind: corev1.EventTypeWarning, reason: "Failed", action: "Fail", note: msg, related: r.pod}}, 0
 	}
 
 	if exceeded, msg := deadlineExceeded(status, policy, now); exceeded {
 		fail(status, "DeadlineExceeded", msg, now)
-		return []event{{kind: corev1.EventTypeWarning, reason: "DeadlineExceeded", action: "Fail", note: msg}}
+		return []event{{kind: corev1.EventTypeWarning, reason: "DeadlineExceeded", action: "Fail", note: msg}}, 0
 	}
 
-	return e.countRestarts(replicas, policy, status, now)
+	return e.countRestarts(replicas, policy, status, now), 0
 }
 
 func groupsOf(replicas []*replica) []Replica {
@@ -86,7 +95,7 @@ func fail(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
 
 // endConditions turns off the conditions that describe a job in progress.
 func endConditions(status *v1beta1.JobStatus, reason, msg string, now metav1.Time) {
-	for _, t := range []string{v1beta1.JobRunning, v1beta1.JobRestarting, v1beta1.JobCreateRefused} {
+	for _, t := range []string{v1beta1.JobRunning, v1beta1.JobRestarting, v1beta1.JobCreateRefused, v1beta1.JobProgressing} {
 		if slices.ContainsFunc(status.Conditions, func(c metav1.Condition) bool { return c.Type == t }) {
 			setCondition(status, t, metav1.ConditionFalse, reason, msg, now)
 		}

@@ -80,6 +80,14 @@ func (e *Reconciler) newPod(job v1beta1.Job, cluster Cluster, r Replica, index i
 			continue
 		}
 		c.Env = withFrameworkEnv(env, c.Env)
+		// The kubelet keeps the tail of what a failed container printed as its termination
+		// message, which the job's failure quotes (firstfailure.go); a template's own choice stands.
+		if c.TerminationMessagePolicy == "" {
+			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		}
+		if e.Progress != nil {
+			e.Progress.Tell(e.Framework.Kind(), job.GetNamespace(), job.GetName(), pod, c)
+		}
 		if !hasPort(c, r.Port) {
 			// Port names are unique in a pod: a user's own "replica-port" keeps its name.
 			name := replicaPortName

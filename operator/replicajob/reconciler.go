@@ -14,11 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
@@ -45,6 +47,12 @@ type Reconciler struct {
 	// operator carries (operator/admitted); the engine checks only the others in process. Nil
 	// checks every job.
 	Admitted Admitted
+	// Progress, when set, is the endpoint the trainers report progress to (progress.go); nil
+	// runs jobs without it.
+	Progress Progress
+	// Pokes, with Progress, are the jobs whose trainers reported: reconciled to take the
+	// reports into their status.
+	Pokes <-chan ctrlevent.GenericEvent
 	// Now is the clock; tests leave it nil.
 	Now func() time.Time
 
@@ -73,6 +81,9 @@ func (e *Reconciler) SetupWithManager(mgr manager.Manager, opts controller.Optio
 	}
 	if e.Queue != nil {
 		b = b.Owns(e.Queue.Object())
+	}
+	if e.Pokes != nil {
+		b = b.WatchesRawSource(source.Channel(e.Pokes, &handler.EnqueueRequestForObject{}))
 	}
 	return b.Complete(e)
 }

@@ -86,9 +86,10 @@ func adoptOlderCount(replicas []*replica, status *v1beta1.JobStatus, container s
 	}
 }
 
-// totalRestarts sets each group's restarts and the job's, and returns the job's.
+// totalRestarts sets each group's restarts and the job's, and returns the job's: the groups'
+// and the job's stalls (progress.go), each a restart of every replica counted once.
 func totalRestarts(status *v1beta1.JobStatus) int32 {
-	var total int32
+	total := status.Stalls
 	for i := range status.ReplicaStatuses {
 		rs := &status.ReplicaStatuses[i]
 		rs.Restarts = rs.Recreated + rs.InPlace

@@ -47,6 +47,7 @@ func (e *Reconciler) report(ctx context.Context, p *pass) error {
 		p.result.RequeueAfter = soonest(p.result.RequeueAfter, lookAgain)
 	}
 	summarize(e.Framework.Kind().Container, p.groups, p.replicas, p.status, p.cleaning, mounts, p.now)
+	e.takeProgress(p)
 	if equality.Semantic.DeepEqual(p.written, p.status) {
 		return nil
 	}
@@ -98,19 +99,25 @@ func (p *pass) snapshot() {
 }
 
 // holdBack says how long to wait before writing status, when only counts changed since the
-// last write and that write was less than countsHold ago; 0 means write now.
+// last write and that write was less than countsHold ago, or only counts and the reported
+// progress and it was less than progressHold ago; 0 means write now.
 func holdBack(mem *memory, written, status *v1beta1.JobStatus, now metav1.Time) time.Duration {
 	if !countsOnly(written, status) || mem.lastWrite.IsZero() {
 		return 0
 	}
-	return countsHold - now.Sub(mem.lastWrite)
+	hold := countsHold
+	if progressChanged(written, status) {
+		hold = progressHold
+	}
+	return hold - now.Sub(mem.lastWrite)
 }
 
-// countsOnly is true when a and b differ in nothing but per-type pod counts and their summary.
+// countsOnly is true when a and b differ in nothing but per-type pod counts and their summary,
+// and the reported progress.
 func countsOnly(a, b *v1beta1.JobStatus) bool {
 	strip := func(s *v1beta1.JobStatus) *v1beta1.JobStatus {
 		c := s.DeepCopy()
-		c.Replicas = ""
+		c.Replicas, c.Progress = "", nil
 		for i := range c.ReplicaStatuses {
 			rs := &c.ReplicaStatuses[i]
 			rs.Pending, rs.Active, rs.Ready, rs.Succeeded, rs.Failed = 0, 0, 0, 0, 0

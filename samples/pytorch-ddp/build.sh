@@ -8,10 +8,10 @@
 #                               locales or apt lists. Its label mlkube.io/packages is a key of the
 #                               package versions it was built from: python3-torch and everything it
 #                               depends on, as this machine's apt sources resolve them in bookworm.
-#   mlkube/pytorch-ddp:dev      that image and train.py. Its label mlkube.io/recipe is a key of the
-#                               package key, train.py and this script.
+#   mlkube/pytorch-ddp:dev      that image, train.py and progress.py. Its label mlkube.io/recipe is
+#                               a key of the package key, train.py, progress.py and this script.
 # A run whose keys match the images' labels does nothing else (about a second: apt-cache reads the
-# machine's package lists). A changed train.py rebuilds only the small second image.
+# machine's package lists). A changed train.py or progress.py rebuilds only the small second image.
 #
 # Needs root on a Debian machine for debootstrap (installed with apt-get when missing) and a Docker
 # engine (hack/docker.sh start). The packages come from the Debian mirror this machine's apt is
@@ -56,7 +56,7 @@ if ! grep -q '^python3-torch ' <<<"$resolved"; then
 fi
 torch_version=$(awk '$1 == "python3-torch" {print $2}' <<<"$resolved")
 packages_key=$( (cat <<<"$resolved"; sed -n '/^# base image: begin/,/^# base image: end/p' "$0") | sha256sum | cut -c1-16)
-recipe=$( (echo "$packages_key"; cat "$0" "$here/train.py") | sha256sum | cut -c1-16)
+recipe=$( (echo "$packages_key"; cat "$0" "$here/train.py" "$here/progress.py") | sha256sum | cut -c1-16)
 
 label() { docker image inspect -f "{{ index .Config.Labels \"$2\" }}" "$1" 2>/dev/null || true; }
 if [ "$(label "$tag" mlkube.io/recipe)" = "$recipe" ]; then
@@ -114,9 +114,9 @@ if [ "$(label "$base" mlkube.io/packages)" != "$packages_key" ]; then
 fi
 # base image: end
 
-progress_start "$tag: $base and train.py"
+progress_start "$tag: $base, train.py and progress.py"
 c=$(docker create "$base" true)
-mkdir "$work/app" && cp "$here/train.py" "$work/app/"
+mkdir "$work/app" && cp "$here/train.py" "$here/progress.py" "$work/app/"
 docker cp "$work/app" "$c:/opt/pytorch-ddp"
 docker commit -c 'CMD ["python3", "/opt/pytorch-ddp/train.py"]' -c "LABEL mlkube.io/recipe=$recipe" "$c" "$tag" >/dev/null
 docker rm "$c" >/dev/null

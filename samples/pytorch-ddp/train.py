@@ -19,6 +19,20 @@ Environment (all optional):
                     128-255 the pod is created again)
   FAIL_ONCE_FILE    with FAIL_RANK: fail only if this file does not exist yet, creating it first
                     (on a volume that outlives the pod, e.g. a hostPath: the rank fails once)
+  RAISE_RANK, RAISE_AT_STEP
+                    the rank RAISE_RANK raises an exception at step RAISE_AT_STEP (default 1), as
+                    a bug in a trainer would: Python prints the traceback and exits 1 (the job
+                    fails); the other ranks lose their peer and exit 142
+  HANG_RANK, HANG_AT_STEP, HANG_SECONDS
+                    the rank HANG_RANK stops at step HANG_AT_STEP (default 1) and sleeps
+                    HANG_SECONDS (default 3600) before going on, as a stuck trainer would; the
+                    other ranks wait in their all-reduce, so the job looks Running but makes no
+                    progress, which runPolicy.progressDeadlineSeconds catches. After the gloo
+                    timeout (120 s) the waiting ranks give up and exit 142
+  HANG_ONCE_FILE    with HANG_RANK: hang only if this file does not exist yet, creating it first
+  MLKUBE_PROGRESS_URL, MLKUBE_PROGRESS_TOKEN_FILE, MLKUBE_PROGRESS_CA_FILE
+                    set by the operator where it serves progress: rank 0 reports the step and the
+                    loss to it (progress.py), at most once a second and at the last step
 
 Exit codes: 0 done; 1 an error (permanent); 142 a peer went away or did not answer in time
 (retryable: the operator creates the pod again and the ranks meet anew).
@@ -28,11 +42,14 @@ import datetime
 import hashlib
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+from progress import Progress
 
 EXIT_PEER_LOST = 142  # 128 + SIGALRM: retryable under the operator's ExitCode policy
 
@@ -76,6 +93,28 @@ def fault(rank, step):
     return env_int("FAIL_EXIT_CODE", 1)
 
 
+def hang(rank, step):
+    """HANG_*: how many seconds this rank is to hang now, or None."""
+    if os.environ.get("HANG_RANK", "") == "" or env_int("HANG_RANK", -1) != rank:
+        return None
+    if env_int("HANG_AT_STEP", 1) != step:
+        return None
+    once = os.environ.get("HANG_ONCE_FILE", "")
+    if once:
+        if os.path.exists(once):
+            say(rank, f"step {step}: {once} exists, so no hang this time")
+            return None
+        with open(once, "w") as f:
+            f.write(f"rank {rank} hung at step {step}\n")
+    return env_int("HANG_SECONDS", 3600)
+
+
+def raises(rank, step):
+    """RAISE_*: whether this rank is to raise an exception now."""
+    return (os.environ.get("RAISE_RANK", "") != "" and env_int("RAISE_RANK", -1) == rank
+            and env_int("RAISE_AT_STEP", 1) == step)
+
+
 def checkpoint(rank, directory, step, model, optimizer, loss):
     """Writes the step's model and optimizer state where a reader never sees half a file."""
     os.makedirs(directory, exist_ok=True)
@@ -110,6 +149,7 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     loss_fn = nn.MSELoss()
     x, y = synthetic_data(steps)
+    progress = Progress(warn=lambda text: say(rank, text))  # does nothing without MLKUBE_PROGRESS_URL
 
     for step in range(1, steps + 1):
         code = fault(rank, step)
@@ -117,6 +157,14 @@ def main():
             say(rank, f"step {step}: exiting with code {code} on purpose (FAIL_RANK={rank})")
             sys.stdout.flush()
             os._exit(code)
+        if raises(rank, step):
+            # Not a RuntimeError: the handler at the bottom lets it through, a traceback and exit 1.
+            raise ValueError(f"rank {rank}: step {step}: loss went NaN on purpose (RAISE_RANK={rank})")
+        seconds = hang(rank, step)
+        if seconds is not None:
+            say(rank, f"step {step}: hanging for {seconds} s on purpose (HANG_RANK={rank}); the other ranks wait for it")
+            time.sleep(seconds)
+            say(rank, f"step {step}: done hanging, going on")
         # This rank's shard of the step's batch.
         xs, ys = x[step - 1][rank::world], y[step - 1][rank::world]
         optimizer.zero_grad()
@@ -128,6 +176,8 @@ def main():
         dist.all_reduce(mean)
         mean = mean.item() / world
         say(rank, f"step {step} loss {mean:.6f}")
+        if rank == 0:
+            progress.report(step, total_steps=steps, final=step == steps, loss=mean)
         if rank == 0 and (step % every == 0 or step == steps):
             checkpoint(rank, directory, step, model.module, optimizer, mean)
 

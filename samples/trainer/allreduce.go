@@ -357,6 +357,8 @@ type rankTrainer struct {
 	fault fault
 	local int64   // this process's steps, for --exit-at-step
 	loss  float64 // the last batch's
+	// onStep, when set (rank 0's), hears of every step: the step every rank is at, and the loss.
+	onStep func(step int64, loss float64)
 }
 
 func newRankTrainer(name string, o Options, log *logger) *rankTrainer {
@@ -378,6 +380,9 @@ func (t *rankTrainer) steps(ctx context.Context, params []float64, round int64) 
 		}
 		t.loss = loss
 		t.log.setStep(round*t.o.SyncEvery + i + 1)
+		if t.onStep != nil {
+			t.onStep(round*t.o.SyncEvery+i+1, loss)
+		}
 		if code, exit := t.fault.check(t.local, t.log); exit {
 			return code, true
 		}
@@ -439,6 +444,7 @@ func runRank0(ctx context.Context, w world, o Options, log *logger) int {
 		return code
 	}
 	t := newRankTrainer(w.name(0), o, log)
+	t.onStep = d.trained
 	for round := int64(0); ; round++ {
 		if code, stop := t.steps(ctx, params, round); stop {
 			return code

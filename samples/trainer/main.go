@@ -118,6 +118,12 @@ Exit codes (0 done; 1-127 fail the job; 128-255 make the operator recreate the p
 
 Every log line starts with the replica and the global step: "worker-1 step=42 ...".
 
+Progress: where the operator serves progress reports, it sets MLKUBE_PROGRESS_URL,
+MLKUBE_PROGRESS_TOKEN_FILE and MLKUBE_PROGRESS_CA_FILE, and the decider (master, chief or worker
+0, the DMLC scheduler, PyTorch rank 0, JAX process 0) POSTs the global step to it, of
+--max-steps, with the batch and eval losses: at most once a second, and always when it decides. A
+report that fails is logged (once for each kind of error) and changes nothing else.
+
 Run by hand, one replica per shell (or each with & at the end):
   C='"cluster":{"ps":["127.0.0.1:2230"],"worker":["127.0.0.1:2231","127.0.0.1:2232"]}'
   trainer --tf-config "{$C,\"task\":{\"type\":\"ps\",\"index\":0}}"
@@ -161,6 +167,9 @@ type Options struct {
 	Out      io.Writer    // the log; io.Discard when nil
 	Hostname string       // names the event file
 	Listener net.Listener // when set, a replica that serves (parameters, the DMLC registry, the PyTorch master, the JAX coordinator) serves on it (tests)
+	// Progress, when set, is where the decider reports the training's progress to the operator
+	// (MLKUBE_PROGRESS_URL and the rest: progress.go).
+	Progress *progressReporter
 }
 
 func defaultOptions() Options {
@@ -349,6 +358,7 @@ func cli(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	o.Out = stdout
 	o.Hostname, _ = os.Hostname()
+	o.Progress = progressFromEnv(getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	switch {

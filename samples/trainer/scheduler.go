@@ -386,6 +386,7 @@ func watch(ctx context.Context, client *psClient, d *decider, reg *registry, o O
 			return failure(ctx, log, err), false
 		}
 		log.setStep(st.Step)
+		d.reportProgress(st.Step, false) // the workers train: the scheduler watches their step
 		if st.Done || d.due(st.Step) {
 			if code, over := d.decide(ctx, params, st); over {
 				return code, true

@@ -87,6 +87,9 @@ func train(ctx context.Context, client *psClient, name string, o Options, log *l
 			// before it asks again.
 			return trainerDone(log, st)
 		}
+		if d != nil {
+			d.trained(st.Step, loss)
+		}
 		if local == 1 || local%o.LogEvery == 0 {
 			log.printf("local_step=%d loss=%.4f", local, loss)
 		}
@@ -178,6 +181,10 @@ type decider struct {
 	// servers: a PyTorch master, which has none.
 	end      func(ctx context.Context, reason string)
 	lastEval int64
+	// progress reports the global step to the operator, with these losses once known.
+	progress            *progressReporter
+	batchLoss, evalLoss float64
+	trainedOnce         bool
 }
 
 // newDecider evaluates through client; when it holds the parameters (hosted), it lingers once
@@ -187,7 +194,31 @@ func newDecider(o Options, log *logger, client *psClient, hosted *serving, train
 	if err != nil {
 		return nil, err
 	}
-	return &decider{evaluation: ev, o: o, log: log, client: client, hosted: hosted, trainers: trainers, lastEval: -1}, nil
+	return &decider{evaluation: ev, o: o, log: log, client: client, hosted: hosted, trainers: trainers, lastEval: -1, progress: o.Progress}, nil
+}
+
+// trained is a step of the decider's own training: the global step it reached and its batch loss.
+func (d *decider) trained(step int64, loss float64) {
+	d.batchLoss, d.trainedOnce = loss, true
+	d.reportProgress(step, false)
+}
+
+// reportProgress tells the operator the global step, of --max-steps, with the last batch loss
+// and eval loss; final: the training is over, and the report goes whatever the throttle says.
+func (d *decider) reportProgress(step int64, final bool) {
+	if d.progress == nil {
+		return
+	}
+	var metrics []metric
+	if d.trainedOnce {
+		metrics = append(metrics, metric{"loss", d.batchLoss})
+	}
+	if d.lastEval >= 0 {
+		metrics = append(metrics, metric{"eval_loss", d.evalLoss})
+	}
+	// The decider stops at the first evaluation at or past --max-steps: the step may go a little
+	// past it, and a report's step is never past its total.
+	d.progress.report(d.log, step, max(d.o.MaxSteps, step), final, metrics...)
 }
 
 func (d *decider) due(step int64) bool {
@@ -204,12 +235,21 @@ func (d *decider) check(ctx context.Context) (code int, over bool) {
 	return d.decide(ctx, params, st)
 }
 
-// decide is check on parameters already fetched.
+// decide is check on parameters already fetched; it reports the progress, the last time once
+// over.
 func (d *decider) decide(ctx context.Context, params []float64, st psStatus) (code int, over bool) {
+	code, over = d.judge(ctx, params, st)
+	d.reportProgress(st.Step, over)
+	return code, over
+}
+
+// judge evaluates params and decides, as decide says.
+func (d *decider) judge(ctx context.Context, params []float64, st psStatus) (code int, over bool) {
 	d.log.setStep(st.Step)
 	d.lastEval = st.Step
 	threshold := d.o.LossThreshold
 	loss := d.record(params, st.Step, fmt.Sprintf(" threshold=%g", threshold))
+	d.evalLoss = loss
 	switch {
 	case st.Done && loss < threshold:
 		d.log.printf("done already (%s): exiting 0", st.Reason)

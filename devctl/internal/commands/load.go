@@ -296,9 +296,14 @@ func (r *runner) lateLoad(ctx context.Context, c *imageCheck, pods []kindcluster
 	c.learn(pods, plan)
 }
 
-// loadSteps loads what plan says the nodes lack, as a step of its own on the status stream.
+// loadSteps loads what plan says the nodes lack, as a step of its own on the status stream. On
+// a terminal its spinner takes the place of the progress line (r.live) while it runs: two lines
+// redrawn in place would draw over each other.
 func (r *runner) loadSteps(ctx context.Context, c *imageCheck, pods []kindcluster.NodeContainer, plan *docker.Plan) error {
-	sr := steps.Runner{Out: r.status, Terminal: steps.IsTerminal(r.status)}
+	if r.live != nil {
+		defer r.live.Pause()()
+	}
+	sr := steps.Runner{Out: r.status, Terminal: r.live != nil} // r.live: status is a terminal
 	return sr.Run(ctx, steps.Step{Name: "Loading images from Docker into the nodes", Run: func(ctx context.Context) (string, error) {
 		return loadPlan(ctx, plan, c.memory, pods)
 	}})

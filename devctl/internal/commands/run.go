@@ -80,7 +80,8 @@ func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
 	if err := cl.serves(follow.KindOf(job)); err != nil {
 		return err
 	}
-	r := &runner{o: o, cl: cl, out: out, status: status, logColor: colorful(out), stateColor: colorful(status)}
+	r := &runner{o: o, cl: cl, logColor: colorful(out), stateColor: colorful(status)}
+	r.live, r.out, r.status = liveLine(out, status)
 	if err := r.setNamespace(job); err != nil {
 		return err
 	}
@@ -113,13 +114,31 @@ type runner struct {
 	cl                   *current
 	out, status          io.Writer
 	logColor, stateColor bool
-	submitted            time.Time
+	// live is the progress line at the bottom of the terminal; nil when status is none.
+	live      *follow.LiveLine
+	submitted time.Time
 	// local are the job's images in a kind cluster (load.go); nil for another cluster.
 	local *jobImages
 }
 
 func (r *runner) say(format string, args ...any) {
 	fmt.Fprintf(r.status, format+"\n", args...)
+}
+
+// liveLine keeps the progress line at the bottom of status when status is a terminal
+// (steps.IsTerminal, as for devctl up's spinner) and returns the writers that put their lines
+// above it: status's, and out's when out writes to a terminal too (the same screen, as a rule;
+// logs going to a file need no room made for them). Elsewhere (a file, a pipe, CI) there is
+// none, and the progress comes as lines (follow.Options.Live).
+func liveLine(out, status io.Writer) (*follow.LiveLine, io.Writer, io.Writer) {
+	if !steps.IsTerminal(status) {
+		return nil, out, status
+	}
+	live := follow.NewLiveLine(status)
+	if steps.IsTerminal(out) {
+		out = live.Writer(out)
+	}
+	return live, out, live.Writer(status)
 }
 
 // setNamespace puts the job in --namespace, else the manifest's namespace, else the context's;
@@ -275,7 +294,7 @@ func waitDeleted(ctx context.Context, w watch.Interface, old client.Object) bool
 func (r *runner) follow(ctx context.Context, job client.Object) (*follow.Result, error) {
 	return follow.Follow(ctx, follow.Options{
 		Config: r.cl.Config, Scheme: r.cl.Scheme, Job: job, MatchUID: true,
-		States: true, Status: r.status, Logs: newLogSource(r.cl.Kube), Out: r.out,
+		States: true, Status: r.status, Logs: newLogSource(r.cl.Kube), Out: r.out, Live: r.live,
 		Printer: follow.NewPrinter(job, r.logColor, r.stateColor),
 		Start:   r.submitted, Hint: 30 * time.Second, PendingTimeout: r.o.PendingTimeout, WaitingHint: func(c metav1.Condition) string { return docker.WaitingHint(c.Reason, c.Message) },
 	})
@@ -309,6 +328,11 @@ func (r *runner) report(ctx context.Context, job client.Object, res *follow.Resu
 	msg := "no Failed condition"
 	if c := follow.Condition(final, v1beta1.JobFailed); c != nil {
 		msg = c.Message
+	}
+	// The replica that failed first, above the Failed condition's message that stays the last
+	// line: the others may have failed only because it was gone.
+	for _, l := range follow.FirstFailure(follow.StatusOf(final).FirstFailure) {
+		r.say("%s", l)
 	}
 	return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s Failed after %s: %s", ref, took, msg)}
 }

@@ -1,7 +1,9 @@
 // Package follow follows a job, of any kind of the table, while it runs: each change of the
 // job's status and of its replicas' states as one line ("worker-1  Running -> Failed (exit code
 // 137, Error)"), and the logs of every replica, interleaved, each line prefixed with its replica
-// ("worker-1 | ..."). Everything comes from watches (informers on the job and on its pods) and
+// ("worker-1 | ..."), and the trainers' progress (status.progress): one line redrawn in place at
+// the bottom of a terminal (LiveLine), else a line when it changes, at most one per 10 s.
+// Everything comes from watches (informers on the job and on its pods) and
 // from following log streams, both internal/jobwatch's, which the dashboard sees with too;
 // nothing polls. A recreated pod (new UID) or a container restarted in place is a new run whose
 // log is read from its start; a run's log is read once, so no line is repeated.
@@ -13,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +55,14 @@ type Options struct {
 	Replica string
 	// Printer formats the replica column; nil means plain (no colour).
 	Printer *Printer
+	// Live, when set, is the line at the bottom of the terminal the trainers' progress
+	// (status.progress, ProgressLine) is drawn on in place, with States; Status and Out write
+	// through it (LiveLine.Writer) so that their lines go above it. Without it the progress is a
+	// state line when it changes, at most one per ProgressEvery, and the last one at the end.
+	Live *LiveLine
+	// ProgressEvery is the least time between two progress lines without Live; default
+	// DefaultProgressEvery.
+	ProgressEvery time.Duration
 
 	// Start is when the job was submitted: "all replicas have started" counts from it. Zero
 	// means when Follow started.
@@ -115,6 +126,9 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = DefaultProgressEvery
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -134,6 +148,7 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 		streams:  map[jobwatch.Run]*streamInfo{},
 		later:    map[types.UID]*corev1.Pod{},
 		res:      &Result{Job: o.Job},
+		progress: progressLines{every: o.ProgressEvery},
 	}
 	var mu sync.Mutex
 	f.write = func(w io.Writer, s string) {
@@ -158,8 +173,12 @@ func Follow(ctx context.Context, o Options) (*Result, error) {
 	defer func() {
 		stopStreams()
 		f.wg.Wait()
+		f.lastProgress()
 		close(stopMerger)
 		<-mergerDone
+		if o.Live != nil {
+			o.Live.Keep() // below the last lines
+		}
 	}()
 
 	// The job may be gone already (deleted between its creation and now).
@@ -216,6 +235,11 @@ type follower struct {
 	allStartedSaid bool
 	ending         bool
 	settled        bool
+
+	// progress picks the progress lines without Live; progressDue is when a change that waits
+	// for its turn may be said.
+	progress    progressLines
+	progressDue <-chan time.Time
 }
 
 func (f *follower) run(ctx context.Context) (*Result, error) {
@@ -248,6 +272,9 @@ func (f *follower) run(ctx context.Context) (*Result, error) {
 			}
 		case <-settle:
 			f.settled = true
+		case <-f.progressDue:
+			f.progressDue = nil
+			f.showProgress(f.progress.pending)
 		case <-drain:
 			return f.res, nil
 		case e := <-f.events:
@@ -328,9 +355,40 @@ func (f *follower) onJob(job client.Object, deleted bool) {
 	for _, l := range f.jobs.observe(StatusOf(job)) {
 		f.state(f.o.Printer.JobLabel(), "%s", l)
 	}
+	f.showProgress(ProgressLine(StatusOf(job)))
 	if Ended(job) {
 		f.res.Ended = true
 		f.ending = true
+	}
+}
+
+// showProgress shows the progress line as it is now: drawn in place on Live, else said when it
+// changed, and when its turn comes if it must wait (progressLines).
+func (f *follower) showProgress(line string) {
+	if !f.o.States {
+		return
+	}
+	if f.o.Live != nil {
+		if line != "" {
+			line = strings.TrimSuffix(f.o.Printer.StateLine(f.o.Printer.JobLabel(), "%s", line), "\n")
+		}
+		f.o.Live.Set(line)
+		return
+	}
+	say, wait := f.progress.offer(line, time.Now())
+	if say != "" {
+		f.state(f.o.Printer.JobLabel(), "%s", say)
+	}
+	if wait > 0 && f.progressDue == nil {
+		f.progressDue = time.After(wait)
+	}
+}
+
+// lastProgress says the change of progress that still waits for its turn as following ends:
+// the log ends with where training got.
+func (f *follower) lastProgress() {
+	if line := f.progress.last(); line != "" && f.o.Live == nil {
+		f.state(f.o.Printer.JobLabel(), "%s", line)
 	}
 }
 

@@ -41,6 +41,9 @@ func (j *jobTracker) observe(status *v1beta1.JobStatus) []string {
 	if cur.Restarts != prev.Restarts && !(first && cur.Restarts == 0) {
 		lines = append(lines, fmt.Sprintf("restarts %d -> %d", prev.Restarts, cur.Restarts))
 	}
+	if cur.Stalls != prev.Stalls && !(first && cur.Stalls == 0) {
+		lines = append(lines, fmt.Sprintf("stalls %d -> %d", prev.Stalls, cur.Stalls))
+	}
 	j.waiting = ""
 	for _, c := range cur.Conditions {
 		old, had := j.conditions[c.Type]
@@ -79,9 +82,17 @@ func (j *jobTracker) sayWaiting() string {
 }
 
 // quietCondition is a condition whose message changes too often to print each time: the Running
-// condition's "waiting for <pod> (<why>)" follows every replica, which the replica lines show.
+// condition's "waiting for <pod> (<why>)" follows every replica, which the replica lines show;
+// a True Progressing condition may follow every report, which the progress line shows. A False
+// one, a stall, is always said.
 func quietCondition(c metav1.Condition) bool {
-	return c.Type == v1beta1.JobRunning && c.Status == metav1.ConditionFalse && c.Reason == "ReplicasNotRunning"
+	switch {
+	case c.Type == v1beta1.JobRunning:
+		return c.Status == metav1.ConditionFalse && c.Reason == "ReplicasNotRunning"
+	case c.Type == v1beta1.JobProgressing:
+		return c.Status == metav1.ConditionTrue
+	}
+	return false
 }
 
 // FormatCondition is one condition in a line: "Failed=True (ExitCode): pod x-worker-0 exited

@@ -91,3 +91,30 @@ func TestWaitingIsSaidOnceSettled(t *testing.T) {
 		t.Errorf("a new reason not said: %q", got)
 	}
 }
+
+// A stall is said with its message, and the count of stalls; the True Progressing condition,
+// whose message may follow every report, is said once (the progress line shows the reports).
+func TestStallsAreSaid(t *testing.T) {
+	j := newJobTracker()
+	var got []string
+	see := func(stalls int32, status, reason, msg string) {
+		got = append(got, j.observe(&v1beta1.JobStatus{Phase: "Running", State: "Running", Stalls: stalls, Conditions: []metav1.Condition{
+			{Type: v1beta1.JobProgressing, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg},
+		}})...)
+	}
+	see(0, "True", "Reported", "step 10 from j-worker-0")
+	see(0, "True", "Reported", "step 20 from j-worker-0")
+	see(1, "False", "ProgressDeadlineExceeded", "no larger step for 60s: restarting every replica (restart 1 of backoffLimit 3)")
+	see(1, "True", "Reported", "step 30 from j-worker-0")
+	want := []string{
+		"phase Running",
+		"state Running",
+		"Progressing=True (Reported): step 10 from j-worker-0",
+		"stalls 0 -> 1",
+		"Progressing=False (ProgressDeadlineExceeded): no larger step for 60s: restarting every replica (restart 1 of backoffLimit 3)",
+		"Progressing=True (Reported): step 30 from j-worker-0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -195,14 +195,19 @@ func (r *Runner) spin(p *Progress, frame int) {
 		parts = append(parts, fmt.Sprintf("%s (%s)", lowerFirst(p.step), Duration(now.Sub(p.start))))
 	}
 	line := "  " + frames[frame%len(frames)] + " " + strings.Join(parts, " · ")
-	width := 80
-	if f, ok := r.Out.(*os.File); ok {
-		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
-			width = w
+	fmt.Fprint(r.Out, "\r\x1b[K"+ansi.Truncate(line, Width(r.Out)-1, "…"))
+	r.spinning = true
+}
+
+// Width is how many columns the terminal w writes to has; 80 when w is none or will not say.
+// A line redrawn in place must be cut to it: one that wraps leaves its first part behind.
+func Width(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
 		}
 	}
-	fmt.Fprint(r.Out, "\r\x1b[K"+ansi.Truncate(line, width-1, "…"))
-	r.spinning = true
+	return 80
 }
 
 // clearLocked erases the spinner line, if one is drawn.

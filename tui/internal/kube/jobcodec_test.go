@@ -78,3 +78,30 @@ func TestWatchEventCodec(t *testing.T) {
 		t.Errorf("a cut event decoded: %+v", e)
 	}
 }
+
+// A job's row keeps what its view shows of the status: the progress, with every metric, the
+// first failure, with its last words, and the count of stalls.
+func TestJobCodecKeepsProgressAndFirstFailure(t *testing.T) {
+	c := jobCodec{kind: v1beta1.KindNamed("TfJob")}
+	data := `{"kind":"TfJob","apiVersion":"mlkube.io/v1beta1","metadata":{"name":"a","namespace":"ns","uid":"u-a","resourceVersion":"40"},
+		"status":{"state":"Failed","stalls":2,
+		 "progress":{"step":120,"totalSteps":1000,"percent":12,"metrics":[{"name":"loss","value":"0.4213"},{"name":"acc","value":"NaN"}],
+		  "replica":"a-worker-0","reportTime":"2026-11-21T21:23:33Z","remainingSeconds":200,"summary":"12%","remaining":"3m20s"},
+		 "firstFailure":{"replica":"worker 1","pod":"a-worker-1","node":"n2","exitCode":1,"reason":"Error","judged":"permanent: 1-127","lastWords":"boom\nbang\n"}}}`
+	obj, _, err := c.Decode([]byte(data), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := obj.(*Job)
+	p, f := j.Progress, j.FirstFailure
+	if p == nil || p.Step != 120 || *p.TotalSteps != 1000 || *p.Percent != 12 || len(p.Metrics) != 2 || p.Metrics[1].Value != "NaN" ||
+		p.Summary != "12%" || p.Remaining != "3m20s" || p.ReportTime.Unix() != 1795296213 {
+		t.Errorf("progress %+v", p)
+	}
+	if f == nil || f.Replica != "worker 1" || f.Node != "n2" || *f.ExitCode != 1 || f.Judged != "permanent: 1-127" || f.LastWords != "boom\nbang\n" {
+		t.Errorf("first failure %+v", f)
+	}
+	if j.Stalls != 2 {
+		t.Errorf("stalls %d", j.Stalls)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 )
 
 // The watches keep these rows, not the objects they come from: a transform turns each object
@@ -45,6 +47,12 @@ type Job struct {
 	Restarts    int32
 	Conditions  []Condition
 	Tensorboard *Tensorboard
+	// Progress is status.progress, as the trainers last reported it; nil when they never did.
+	Progress *v1beta1.JobProgress
+	// FirstFailure is status.firstFailure: the replica that failed first; nil when none did.
+	FirstFailure *v1beta1.ReplicaFailure
+	// Stalls is status.stalls: the restarts after progressDeadlineSeconds ran out.
+	Stalls int32
 	// Unreadable says why the job as stored cannot be read whole, naming the field
 	// (v1beta1.Job.Unreadable): the operator cannot act on it. "" when it can be read.
 	Unreadable string

@@ -66,6 +66,9 @@ func jobRow(kind string, job v1beta1.Job) *Job {
 	if tb := st.Tensorboard; tb != nil {
 		j.Tensorboard = &Tensorboard{ServiceName: tb.ServiceName, URL: tb.URL, ProxyPath: tb.ProxyPath, Ready: tb.Ready}
 	}
+	// Kept as decoded: each is an object of its own, and what the row holds of the job goes
+	// with the rest. A first failure's last words (at most 2 KiB) are the view's to show.
+	j.Progress, j.FirstFailure, j.Stalls = st.Progress, st.FirstFailure, st.Stalls
 	return j
 }
 

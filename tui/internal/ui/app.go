@@ -362,7 +362,7 @@ func (m *Model) layout() {
 // events in what is left.
 func (m *Model) layoutJob() {
 	job := m.jobs.job(m.job.key)
-	avail := m.bodyHeight - len(m.unreadableLines(job)) - len(m.tensorboardLines(job))
+	avail := m.bodyHeight - len(m.unreadableLines(job)) - len(m.firstFailureLines(job)) - len(m.progressLines(job)) - len(m.tensorboardLines(job))
 	nrep := max(len(m.job.replicas), 1) // "no replica pods" takes a line
 	ncond := 0
 	if job != nil {
@@ -390,7 +390,7 @@ func (m *Model) scheduleTick() tea.Cmd {
 	if m.screen == screenJobs {
 		d = m.jobs.nextTick(m.now)
 	} else {
-		d = m.job.nextTick(m.now)
+		d = m.job.nextTick(m.now, m.jobs.job(m.job.key))
 	}
 	if d <= 0 {
 		return nil

@@ -49,6 +49,8 @@ func newJobList(st styles, allNS bool, kinds []string) jobList {
 		{title: "KIND", min: 5},
 		{title: "STATE", min: 7},
 		{title: "READY", min: 10, shrink: 2},
+		// After READY, where kubectl get shows it (the CRDs' printer columns).
+		{title: "PROGRESS", min: 8, max: 20, shrink: 1},
 		{title: "RESTARTS", min: 8, right: true},
 		{title: "AGE", min: 5, right: true},
 	}
@@ -297,7 +299,7 @@ func (l *jobList) row(j *kube.Job, now time.Time) []string {
 	if ready == "" {
 		ready = "-"
 	}
-	r := []string{j.Name, j.Kind, listState(j), ready, fmt.Sprint(j.Restarts), age(now, j.CreationTimestamp.Time)}
+	r := []string{j.Name, j.Kind, listState(j), ready, progressCell(j), fmt.Sprint(j.Restarts), age(now, j.CreationTimestamp.Time)}
 	if l.allNS {
 		r = append([]string{j.Namespace}, r...)
 	}

@@ -179,8 +179,9 @@ func (v *jobView) eventList(job *kube.Job) []*kube.Event {
 	return evs
 }
 
-// nextTick is when the next age shown changes; 0 when none is shown.
-func (v *jobView) nextTick(now time.Time) time.Duration {
+// nextTick is when the next age shown changes, the job's last report's among them; 0 when none
+// is shown.
+func (v *jobView) nextTick(now time.Time, job *kube.Job) time.Duration {
 	var next time.Duration
 	consider := func(t time.Time) {
 		if d := nextAgeChange(now, t); d > 0 && (next == 0 || d < next) {
@@ -192,6 +193,9 @@ func (v *jobView) nextTick(now time.Time) time.Duration {
 	}
 	for _, e := range v.events {
 		consider(e.Last)
+	}
+	if job != nil && job.Progress != nil {
+		consider(job.Progress.ReportTime.Time)
 	}
 	return next
 }

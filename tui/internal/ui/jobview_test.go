@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mlkube/mlkube/operator/api/v1beta1"
 	"github.com/mlkube/mlkube/tui/internal/kube"
 )
 
@@ -58,5 +62,18 @@ func TestErrorsInTheKindsOrder(t *testing.T) {
 	want := "tfjobs.mlkube.io in namespace ns|pytorchjobs.mlkube.io in namespace ns|jaxjobs.mlkube.io in namespace ns|pods of TfJob ns/a"
 	if got := strings.Join(m.errorsShown(), "|"); got != want {
 		t.Errorf("errors shown as\n%s\nwant\n%s", got, want)
+	}
+}
+
+// "reported 12s ago" moves on with the clock: the view ticks when the last report's age changes.
+func TestJobViewTicksWithTheLastReport(t *testing.T) {
+	now := time.Date(2026, 11, 21, 21, 23, 45, 0, time.UTC)
+	v := newJobView(newStyles(true), kube.JobKey{Kind: "TfJob", Namespace: "ns", Name: "j"}, 0)
+	job := &kube.Job{Progress: &v1beta1.JobProgress{ReportTime: metav1.NewTime(now.Add(-12*time.Second - 300*time.Millisecond))}}
+	if got := v.nextTick(now, job); got != 700*time.Millisecond {
+		t.Errorf("next tick in %s, want 700ms", got)
+	}
+	if got := v.nextTick(now, &kube.Job{}); got != 0 {
+		t.Errorf("no report: next tick in %s", got)
 	}
 }

@@ -196,6 +196,8 @@ func (m Model) jobBody() string {
 	job := m.jobs.job(m.job.key)
 	var parts []string
 	parts = append(parts, m.unreadableLines(job)...)
+	parts = append(parts, m.firstFailureLines(job)...)
+	parts = append(parts, m.progressLines(job)...)
 	parts = append(parts, m.tensorboardLines(job)...)
 	rep := m.job.repTable.View()
 	if len(m.job.replicas) == 0 {
@@ -308,6 +310,7 @@ func (m Model) helpBody() string {
 	}
 	for _, p := range []string{
 		"READY: ready/total pods per replica type (status.replicas). RESTARTS: status.restarts.",
+		"PROGRESS: the trainers' progress (status.progress.summary); stalled: no larger step within progressDeadlineSeconds.",
 		"LAST EXIT: exit code and reason of the container's last termination.",
 		"",
 		"tfjob-tui only reads: it never changes the cluster.",
