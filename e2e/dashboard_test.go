@@ -355,9 +355,11 @@ func lineWith(sc, text string) string {
 // row is a job's row on the job list.
 type row struct{ state, ready, restarts string }
 
-// listRowRE reads a row: NAME KIND STATE READY RESTARTS AGE. READY has spaces ("master 1/1
-// worker 2/2"), its counts slashes; RESTARTS is the last number before the age.
-var listRowRE = regexp.MustCompile(`^ *(\S+) +(` + kindNames + `) +(\S+(?:, CreateRefused)?) +(.+?) +(\d+) +(\S+) *$`)
+// listRowRE reads a row: NAME KIND STATE READY PROGRESS RESTARTS AGE. READY has spaces
+// ("master 1/1 worker 2/2"), its counts slashes; PROGRESS ("40%", "step 12", either maybe
+// "stalled") is empty for a job whose trainers do not report; RESTARTS is the last number
+// before the age.
+var listRowRE = regexp.MustCompile(`^ *(\S+) +(` + kindNames + `) +(\S+(?:, CreateRefused)?) +([a-z]+ \d+/\d+(?: [a-z]+ \d+/\d+)*)(?: +(?:\d+%|step \d+)(?: stalled)?)? +(\d+) +(\S+) *$`)
 
 // kindNames matches the name of any kind of the table: "TfJob|MXJob|...".
 var kindNames = func() string {

@@ -141,20 +141,99 @@ func pytorchDDP(t *testing.T, c client.Client, cs kubernetes.Interface, workers 
 			// Its second life: the marker is there, and it trains on.
 			`(?m)^master-0 +\| rank 0: step 5: /once/`+ns+` exists, so no failure this time$`)
 	})
-	t.Run("a worker exiting 1 fails the job", func(t *testing.T) {
+	t.Run("a worker raising an exception fails the job, named with its last words", func(t *testing.T) {
 		t.Parallel()
-		ns := "e2e-nodes-ddp-fail"
-		job := sampleJob(t, "job.yaml")
-		setEnv(&job.Spec.ReplicaSpecs[1].Template.Spec, "FAIL_RANK", "2", "FAIL_EXIT_CODE", "1", "FAIL_AT_STEP", "5")
-		out, got := r.run(t, ns, "a worker exiting 1, the job failed", job, 1)
-		const msg = "pod pytorch-ddp-worker-1 exited with code 1 (Error; permanent: 1-127): the job failed"
-		failed := meta.FindStatusCondition(got.Status.Conditions, "Failed")
-		if got.Status.State != v1beta1.JobStateFailed || failed == nil || failed.Status != metav1.ConditionTrue || failed.Reason != "ExitCode" || failed.Message != msg {
-			t.Errorf("job state %s, Failed condition %+v; want Failed=True (ExitCode): %s", got.Status.State, failed, msg)
-		}
-		contains(t, "devctl run's output", out, "rank 2: step 5: exiting with code 1 on purpose", msg)
+		r.raises(t)
+	})
+	t.Run("a rank that hangs once is caught by the progress deadline", func(t *testing.T) {
+		t.Parallel()
+		r.hangs(t, workers)
 	})
 }
+
+// raises runs the sample with worker 1 (rank 2) raising a Python exception at step 5: the job's
+// condition and devctl run name that worker, its node, exit code 1 and the exception's last
+// line, while the other ranks' exits after it (142, their peer gone) do not mask it.
+func (r ddpRunner) raises(t *testing.T) {
+	ns := "e2e-nodes-ddp-fail"
+	job := sampleJob(t, "job.yaml")
+	setEnv(&job.Spec.ReplicaSpecs[1].Template.Spec, "RAISE_RANK", "2", "RAISE_AT_STEP", "5")
+	out, got := r.run(t, ns, "a worker raising, the job failed", job, 1)
+	f := got.Status.FirstFailure
+	if f == nil || f.Replica != "worker 1" || f.Pod != "pytorch-ddp-worker-1" || f.Node == "" || f.ExitCode == nil || *f.ExitCode != 1 ||
+		!strings.Contains(f.LastWords, "Traceback") || !strings.Contains(f.LastWords, "ValueError") {
+		t.Fatalf("firstFailure %+v, want worker 1's exit 1 with its traceback", f)
+	}
+	lines := strings.Split(f.LastWords, "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "ValueError: ") || !strings.Contains(last, "on purpose") {
+		t.Errorf("the last words end %q, want the exception's line", last)
+	}
+	failed := meta.FindStatusCondition(got.Status.Conditions, "Failed")
+	msg := "worker 1 failed first: pod pytorch-ddp-worker-1 exited with code 1 (Error; permanent: 1-127) on node " + f.Node + ": the job failed"
+	if got.Status.State != v1beta1.JobStateFailed || failed == nil || failed.Reason != "ExitCode" ||
+		!strings.HasPrefix(failed.Message, msg) || !strings.Contains(failed.Message, strconv.Quote(last)) {
+		t.Errorf("job state %s, Failed condition %+v; want Failed=True (ExitCode): %s; its last words: %q", got.Status.State, failed, msg, last)
+	}
+	contains(t, "devctl run's output", out, "first failure: worker 1 (pod pytorch-ddp-worker-1, node "+f.Node+"): exit code 1", last)
+}
+
+// hangs runs the sample with rank 1 (worker 0) sleeping inside its training loop at step 10,
+// once: the others block in their collective, every pod stays Running, and only the progress
+// its rank 0 reports stops. progressDeadlineSeconds (20, under gloo's own 120 s timeout)
+// catches it, every replica is restarted once, and the job then succeeds.
+func (r ddpRunner) hangs(t *testing.T, workers []string) {
+	ns := "e2e-nodes-ddp-hang"
+	const deadline = 20
+	job := sampleJob(t, "job.yaml")
+	job.Spec.RunPolicy.ProgressDeadlineSeconds = ptrTo(int32(deadline))
+	// Its own template: the workers share the master's (a YAML anchor).
+	job.Spec.ReplicaSpecs[1].Template = *job.Spec.ReplicaSpecs[1].Template.DeepCopy()
+	worker := &job.Spec.ReplicaSpecs[1].Template.Spec
+	worker.NodeSelector = map[string]string{corev1.LabelHostname: workers[1]}
+	worker.TopologySpreadConstraints = nil
+	setEnv(worker, "HANG_RANK", "1", "HANG_AT_STEP", "10", "HANG_ONCE_FILE", "/once/"+ns)
+	worker.Containers[0].VolumeMounts = append(worker.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "once", MountPath: "/once"})
+	dirOrCreate := corev1.HostPathDirectoryOrCreate
+	worker.Volumes = append(worker.Volumes, corev1.Volume{Name: "once", VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/mlkube-e2e-ddp", Type: &dirOrCreate}}})
+	out, got := r.run(t, ns, "a rank hanging once, caught by the progress deadline", job, 0)
+	if got.Status.State != v1beta1.JobStateSucceeded || got.Status.Stalls != 1 || got.Status.Restarts != 1 {
+		t.Errorf("state %s, stalls %d, restarts %d; want Succeeded after one stall", got.Status.State, got.Status.Stalls, got.Status.Restarts)
+	}
+	if p := got.Status.Progress; p == nil || p.Step != 60 || p.Percent == nil || *p.Percent != 100 || p.Replica != "pytorch-ddp-master-0" {
+		t.Errorf("progress %+v, want step 60 of 60 from the master", p)
+	}
+	evs, err := r.cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	must(t, err)
+	came := regexp.MustCompile(`step (\d+) from pod \S+, came at (\S+);`)
+	caught := false
+	for _, ev := range evs.Items {
+		if ev.Reason != "ProgressDeadlineExceeded" {
+			continue
+		}
+		m := came.FindStringSubmatch(ev.Note)
+		if m == nil {
+			t.Fatalf("event %q names no last step and when it came", ev.Note)
+		}
+		at, err := time.Parse(time.RFC3339, m[2])
+		must(t, err)
+		// The last step came at a whole second; the deadline plus a few seconds.
+		if late := ev.EventTime.Sub(at) - deadline*time.Second; late < 0 || late > 6*time.Second {
+			t.Errorf("caught %v after the deadline (step %s at %s, event at %s)", late, m[1], at, ev.EventTime.Time)
+		}
+		caught = true
+	}
+	if !caught {
+		t.Errorf("no ProgressDeadlineExceeded event in %s", ns)
+	}
+	matches(t, "devctl run's output", out,
+		`(?m)^worker-0 +\| rank 1: step 10: hanging`,
+		`(?m)^pytorchjob +Progressing=False \(ProgressDeadlineExceeded\): no larger step reported in progressDeadlineSeconds \(20s\)`)
+	r.trained(t, ns, job.Name, "env://")
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // ddpRunner runs PyTorchJobs on the three-node cluster.
 type ddpRunner struct {
@@ -219,6 +298,11 @@ func (r ddpRunner) succeeds(t *testing.T, short, file, launcher string) {
 	_, got := r.run(t, ns, file+" ("+launcher+")", job, 0)
 	if got.Status.State != v1beta1.JobStateSucceeded {
 		t.Errorf("job state %s, want Succeeded", got.Status.State)
+	}
+	// Rank 0 reports its progress (samples/pytorch-ddp/progress.py): the last step reaches status.
+	p := got.Status.Progress
+	if p == nil || p.Step != 60 || p.TotalSteps == nil || *p.TotalSteps != 60 || p.Summary != "100%" || len(p.Metrics) != 1 || p.Metrics[0].Name != "loss" {
+		t.Errorf("status.progress %+v, want step 60 of 60 (100%%) and the loss", p)
 	}
 	r.trained(t, ns, job.Name, launcher)
 }

@@ -295,17 +295,21 @@ spec:
 	if r.code != 1 {
 		t.Fatalf("devctl run exited %d, want 1", r.code)
 	}
-	const msg = "pod fail-worker-0 exited with code 1 (Error; permanent: 1-127): the job failed"
+	// The failure names the replica, its node and its last words (the trainer's last line).
+	const first = "worker 0 failed first: pod fail-worker-0 exited with code 1 (Error; permanent: 1-127) on node "
+	failed := condition(getJob(t, c, ns, "fail"), v1beta1.JobFailed)
+	if failed == nil || failed.Reason != "ExitCode" || !strings.HasPrefix(failed.Message, first) || !strings.Contains(failed.Message, ": the job failed; its last words: ") {
+		t.Fatalf("Failed condition %+v, want its message to start %q and quote the last words", failed, first)
+	}
+	msg := failed.Message
 	contains(t, "devctl run's output", r.out,
 		"worker-0  Running -> Failed (exit code 1, Error)",
 		"tfjob     Failed=True (ExitCode): "+msg,
+		"first failure: worker 0 (pod fail-worker-0, node ",
 		"error: tfjob/fail Failed after ",
 	)
 	if !strings.HasSuffix(strings.TrimSpace(r.out), msg) {
 		t.Errorf("devctl run does not end with the Failed condition's message %q", msg)
-	}
-	if c := condition(getJob(t, c, ns, "fail"), v1beta1.JobFailed); c == nil || c.Reason != "ExitCode" {
-		t.Errorf("Failed condition %+v", c)
 	}
 	var events corev1.EventList
 	must(t, c.List(context.Background(), &events, client.InNamespace(ns)))

@@ -248,12 +248,12 @@ func TestReportsAreCoalesced(t *testing.T) {
 	defer w.Stop()
 
 	// 100 reports in about a second, from both replicas; the limiter refuses most.
-	accepted := 0
+	accepted, last := 0, 0
 	for i := range 100 {
 		code, reply := e.post("busy", tokens[i%2], fmt.Sprintf(`{"step": %d}`, i+1))
 		switch code {
 		case 204:
-			accepted++
+			accepted, last = accepted+1, i+1
 		case 429:
 		default:
 			t.Fatalf("report %d: %d %s", i, code, reply)
@@ -279,8 +279,8 @@ func TestReportsAreCoalesced(t *testing.T) {
 	}
 	// The last report is written at the end of the WriteEvery.
 	jobtest.WaitJob[v1beta1.TfJob](t, ns, "busy", "the last accepted step", func(j *v1beta1.TfJob) error {
-		if j.Status.Progress == nil || j.Status.Progress.Step < 90 {
-			return fmt.Errorf("progress %+v", j.Status.Progress)
+		if j.Status.Progress == nil || j.Status.Progress.Step != int64(last) {
+			return fmt.Errorf("progress %+v, want step %d", j.Status.Progress, last)
 		}
 		return nil
 	})

@@ -39,7 +39,13 @@ func (e *Reconciler) decide(p *pass) {
 		evs, settling = e.decideOutcome(p.job, p.mem, p.replicas, p.policy, s, p.now)
 		p.events = append(p.events, evs...)
 	}
-	if !finished(s) && len(p.events) == 0 && settling == 0 {
+	if settling > 0 {
+		// A failure waits for its peers' to come in (firstfailure.go): until it is judged, the
+		// job shows nothing new and nothing is created.
+		p.result.RequeueAfter = settling
+		return
+	}
+	if !finished(s) && len(p.events) == 0 {
 		// Only in a pass that decided nothing else: a restart just counted is not a stall.
 		var evs []event
 		evs, stallLeft = e.stall(p.job.GetUID(), p.replicas, p.policy, s, p.now)

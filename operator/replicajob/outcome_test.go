@@ -86,7 +86,7 @@ func TestPermanentExitFailsJob(t *testing.T) {
 
 	job := waitJob(t, ns, "bad", "failed", inState(v1beta1.JobStateFailed, v1beta1.JobPhaseFailed))
 	c := condition(job, v1beta1.JobFailed)
-	if c == nil || c.Reason != "ExitCode" || c.Message != "pod bad-worker-1 exited with code 1 (Error; permanent: 1-127): the job failed" {
+	if c == nil || c.Reason != "ExitCode" || c.Message != "worker 1 failed first: pod bad-worker-1 exited with code 1 (Error; permanent: 1-127): the job failed" {
 		t.Errorf("Failed condition %+v", c)
 	}
 	if job.Status.Restarts != 0 {

@@ -111,9 +111,11 @@ func (e *Reconciler) progressClock(uid types.UID, policy v1beta1.RunPolicy, stat
 	if policy.ProgressDeadlineSeconds == nil || running == nil || running.Status != metav1.ConditionTrue {
 		return time.Time{}, 0, false
 	}
-	since = running.LastTransitionTime.Time
-	if p := status.Progress; p != nil && p.AdvanceTime != nil && p.AdvanceTime.After(since) {
-		since = p.AdvanceTime.Time
+	// Times read back from status are cut to the second: the clock starts at the latest they
+	// stand for, so that a deadline never runs out early.
+	since = running.LastTransitionTime.Add(time.Second)
+	if p := status.Progress; p != nil && p.AdvanceTime != nil && p.AdvanceTime.Add(time.Second).After(since) {
+		since = p.AdvanceTime.Add(time.Second)
 	}
 	if e.Progress != nil {
 		if t := e.Progress.Advanced(uid); t.After(since) {

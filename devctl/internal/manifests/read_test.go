@@ -37,6 +37,7 @@ func TestReadFollowsTheOperatorKustomizations(t *testing.T) {
 		"ConfigMap mlkube-accelerators",
 		"ValidatingAdmissionPolicy mlkube.io-jobs",
 		"ValidatingAdmissionPolicyBinding mlkube.io-jobs",
+		"Service mlkube-progress",
 		"Deployment mlkube-operator",
 	)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

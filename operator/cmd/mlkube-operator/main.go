@@ -54,8 +54,8 @@ func main() {
 	flag.IntVar(&burst, "kube-api-burst", 1000, "burst above --kube-api-qps")
 	flag.BoolVar(&opts.Kueue, "kueue", false,
 		"run Kueue's job integration: a job labelled kueue.x-k8s.io/queue-name waits in that LocalQueue until Kueue admits it; Kueue must run in the cluster with mlkube's kinds among its externalFrameworks")
-	flag.StringVar(&opts.ProgressBindAddress, "progress-bind-address", ":8443",
-		"address of the HTTPS endpoint the trainers report their progress to (docs/progress.md); 0 turns it off, and replicas are then not told where to report")
+	flag.StringVar(&opts.ProgressBindAddress, "progress-bind-address", "0",
+		"address of the HTTPS endpoint the trainers report their progress to, e.g. :8443 (docs/progress.md; the Deployment turns it on); 0 turns it off, and replicas are then not told where to report")
 	flag.StringVar(&opts.ProgressURL, "progress-url", "https://mlkube-progress."+ownNamespace()+".svc:443",
 		"where the trainers reach that endpoint: the Service in front of the operator; its certificate is issued for this URL's host")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
