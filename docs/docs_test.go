@@ -311,6 +311,11 @@ func passedThrough() map[string]bool {
 	for _, r := range []string{"ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "CrashLoopBackOff", "InvalidImageName"} {
 		out[r] = true
 	}
+	// The kubelet's reasons of a terminated container or a failed pod, which status.firstFailure
+	// passes on (its reason field, shown as `reason: Error` in YAML).
+	for _, r := range []string{"Error", "Evicted"} {
+		out[r] = true
+	}
 	return out
 }
 

@@ -8,9 +8,12 @@
 // operator uses, timed before the operator and again after it, and the mean of the two taken;
 // and the job floor of mlkube's layout, 8 pods and one service a job plus what
 // each job itself costs the apiserver (its create, one status write, one event). Its TfJobs are
-// watched, not polled. Then it times fairness between tenants: one job created in a namespace
-// right after 1000 in another, until it has all its pods. With -costs it measures instead what
-// a job's own requests cost the apiserver (costs.go).
+// watched, not polled. With -report, every job's decider reports its progress to the operator's
+// endpoint once per interval from when the job is Created (report.go), and the operator runs
+// on for -hold after the last job is Created, to measure what the reports cost. Then it times
+// fairness between tenants: one job created in a namespace right after 1000 in another, until
+// it has all its pods. With -costs it measures instead what a job's own requests cost the
+// apiserver (costs.go).
 package main
 
 import (
@@ -54,7 +57,15 @@ func main() {
 	floors := flag.Bool("floors", true, "measure the floors too; -floors=false runs only the operator, for quick looks at its knobs")
 	fairness := flag.Int("fairness", 1000, "jobs created in namespace tenant-a before one in tenant-b, to time how long tenant-b's job waits for its pods behind them; 0 skips it")
 	costs := flag.Bool("costs", false, "instead, measure what a job's own requests (its create and status write) cost the apiserver, with the CRD as shipped and two cheaper variants")
+	var o runOptions
+	flag.DurationVar(&o.report, "report", 0, "every job's decider (MASTER 0) reports its progress to the operator's endpoint this often, from when the job is Created to the end of its run (the endpoint on 127.0.0.1); 0 sends none")
+	flag.DurationVar(&o.hold, "hold", 0, "after every job is Created, keep the operator (and with -report, the reports) running this long and measure what it costs meanwhile; with -report, 60s unless set")
 	flag.Parse()
+	holdSet := false
+	flag.Visit(func(f *flag.Flag) { holdSet = holdSet || f.Name == "hold" })
+	if o.report > 0 && !holdSet {
+		o.hold = time.Minute
+	}
 	os.Setenv("MLKUBE_REQUIRE_ENVTEST", "1")
 	go func() {
 		sig := make(chan os.Signal, 1)
@@ -77,11 +88,17 @@ func main() {
 	check(err)
 	fmt.Printf("| N | objects | 16-object floor (s) | operator (s) | ratio | job floor (s) | ratio to it | operator peak RSS (MiB) | of it the binary (MiB) | operator CPU (s) | apiserver CPU (s) | floor apiserver CPU (s) | job floor apiserver CPU (s) |\n")
 	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	var perJob, floorNotes []string
+	var perJob, floorNotes, holds []string
 	defer func() {
 		fmt.Println("\nAPI requests per job, from the apiserver's own counters (the bench's own creates and polls included):")
 		for _, l := range perJob {
 			fmt.Println(l)
+		}
+		if len(holds) > 0 {
+			fmt.Printf("\nAfter every job was Created, the operator ran on for %v:\n", o.hold)
+			for _, l := range holds {
+				fmt.Println(l)
+			}
 		}
 		if len(floorNotes) > 0 {
 			fmt.Println("\nThe 16-object floor in the table is the mean of two runs:")
@@ -100,7 +117,7 @@ func main() {
 			floorTook, floorAPI = runFloor(n, false)
 			jobFloorTook, jobFloorAPI = runFloor(n, true)
 		}
-		r := runOperator(bin, n)
+		r := runOperator(bin, n, o)
 		if *floors {
 			// The 16-object floor again, after the operator: on a shared machine its speed
 			// drifts by tens of percent over minutes, and the mean of a floor taken before and
@@ -116,6 +133,7 @@ func main() {
 		fmt.Printf("| %d | %d %s%s %.0f | %.0f | %.1f | %.1f | %.1f | %.1f |\n",
 			n, n*9, floor, jobFloor, r.rssMiB, r.binaryMiB, r.cpu, r.apiCPU, floorAPI, jobFloorAPI)
 		perJob = append(perJob, fmt.Sprintf("N=%d: %s", n, describe(r.perJob)))
+		holds = append(holds, r.holdLines(n)...)
 	}
 	if *fairness > 0 {
 		runFairness(bin, *fairness)
@@ -296,15 +314,61 @@ type result struct {
 	took                   time.Duration
 	rssMiB, binaryMiB, cpu float64
 	apiCPU                 float64
+	benchCPU               float64 // the bench's own, reports included
+
+	hold *held
 }
 
-// startOperator runs the operator binary with default flags against env's apiserver, after
-// making the namespaces, and gives its caches time to sync. stop ends it.
-func startOperator(bin string, env *envtest.Environment, c client.Client, namespaces ...string) (op *exec.Cmd, logName string, stop func()) {
+// held is what the operator cost in the -hold after every job was Created.
+type held struct {
+	took                        time.Duration
+	cpu, apiCPU, benchCPU       float64
+	rssMiB                      float64 // the peak, over the whole run
+	perJob                      map[string]float64
+	statusWrites, createdWrites float64 // per job: in the hold, and on the way to Created
+	reports                     string  // the reporter's summary, with -report
+	reportEvery                 time.Duration
+}
+
+// runOptions are the operator run's flags.
+type runOptions struct {
+	report, hold time.Duration
+}
+
+// statusWrites are the successful status writes of TfJobs among requests, per job.
+func statusWrites(perJob map[string]float64) float64 {
+	return perJob["PATCH "+tfjob.Plural+"/status"] + perJob["PUT "+tfjob.Plural+"/status"]
+}
+
+// holdLines describe the hold, if there was one.
+func (r result) holdLines(n int) []string {
+	h := r.hold
+	if h == nil {
+		return nil
+	}
+	what := "no reports"
+	if h.reportEvery > 0 {
+		what = fmt.Sprintf("reports every %v", h.reportEvery)
+	}
+	lines := []string{fmt.Sprintf("N=%d, %s: in %.0f s, operator CPU %.1f s (%.2f cores), apiserver CPU %.1f s (%.2f cores), the bench's own CPU %.1f s "+
+		"(%.1f s on the way to Created); status writes per job %.2f (%.2f a minute), %.2f on the way to Created; operator peak RSS %.0f MiB (%.0f at Created); "+
+		"API requests per job in the hold: %s",
+		n, what, h.took.Seconds(), h.cpu, h.cpu/h.took.Seconds(), h.apiCPU, h.apiCPU/h.took.Seconds(), h.benchCPU, r.benchCPU,
+		h.statusWrites, h.statusWrites/h.took.Minutes(), h.createdWrites, h.rssMiB, r.rssMiB, describe(h.perJob))}
+	if h.reports != "" {
+		lines = append(lines, fmt.Sprintf("N=%d, %s", n, h.reports))
+	}
+	return lines
+}
+
+// startOperator runs the operator binary with default flags, and extra (-report's), against
+// env's apiserver, after making the namespaces, and gives its caches time to sync. stop ends it.
+func startOperator(bin string, env *envtest.Environment, c client.Client, extra []string, namespaces ...string) (op *exec.Cmd, logName string, stop func()) {
 	kubeconfig := filepath.Join(os.TempDir(), "mlkube-bench.kubeconfig")
 	check(os.WriteFile(kubeconfig, env.KubeConfig, 0o600))
 	args := []string{"--kubeconfig", kubeconfig, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}
 	// The defaults are what is measured; extra flags are for exploring the knobs.
+	args = append(args, extra...)
 	args = append(args, strings.Fields(os.Getenv("BENCH_OPERATOR_FLAGS"))...)
 	op = exec.Command(bin, args...)
 	logf, err := os.CreateTemp("", "mlkube-bench-operator-*.log")
@@ -328,15 +392,25 @@ func startOperator(bin string, env *envtest.Environment, c client.Client, namesp
 	}
 }
 
-// runOperator runs the operator binary with default flags and times n jobs to Created.
-func runOperator(bin string, n int) result {
+// runOperator runs the operator binary with default flags and times n jobs to Created; with
+// o.report, its progress endpoint on 127.0.0.1 and the jobs reporting to it. Then it holds for
+// o.hold and measures that too.
+func runOperator(bin string, n int, o runOptions) result {
 	env, cfg, c := start()
 	defer env.Stop()
-	op, logName, stop := startOperator(bin, env, c, "bench")
+	var extra []string
+	if o.report > 0 {
+		extra = progressFlags
+	}
+	op, logName, stop := startOperator(bin, env, c, extra, "bench")
 	defer stop()
+	var rep *reporter
+	if o.report > 0 {
+		rep = newReporter(cfg, c, "bench", op.Process.Pid, o.report)
+	}
 
 	ctx := context.Background()
-	api0, op0 := apiserverCPU(), procCPU(op.Process.Pid)
+	api0, op0, self0 := apiserverCPU(), procCPU(op.Process.Pid), procCPU(os.Getpid())
 	created := watchCreated(cfg, "bench", n)
 	req0 := requests(cfg)
 	stopProfile := profile(cfg, fmt.Sprintf("operator-%d", n))
@@ -356,8 +430,11 @@ func runOperator(bin string, n int) result {
 	deadline := time.After(30 * time.Minute)
 	for done := 0; done < n; {
 		select {
-		case <-created:
+		case name := <-created:
 			done++
+			if rep != nil {
+				rep.start(name)
+			}
 			if os.Getenv("BENCH_TRACE") != "" && done%100 == 0 {
 				fmt.Fprintf(os.Stderr, "%.1fs: %d jobs Created\n", time.Since(t0).Seconds(), done)
 			}
@@ -368,12 +445,28 @@ func runOperator(bin string, n int) result {
 	took := time.Since(t0)
 	stopProfile()
 	peak, file := residentKiB(op.Process.Pid)
-	r := result{took: took, rssMiB: peak / 1024, binaryMiB: file / 1024, cpu: procCPU(op.Process.Pid) - op0, apiCPU: apiserverCPU() - api0}
-	r.perJob = map[string]float64{}
-	for k, v := range requests(cfg) {
-		if d := v - req0[k]; d > 0 {
-			r.perJob[k] = d / float64(n)
+	r := result{took: took, rssMiB: peak / 1024, binaryMiB: file / 1024, cpu: procCPU(op.Process.Pid) - op0, apiCPU: apiserverCPU() - api0,
+		benchCPU: procCPU(os.Getpid()) - self0}
+	req1 := requests(cfg)
+	r.perJob = perJobSince(req0, req1, n)
+
+	if o.hold > 0 {
+		api1, op1, self1, t1 := apiserverCPU(), procCPU(op.Process.Pid), procCPU(os.Getpid()), time.Now()
+		time.Sleep(o.hold)
+		h := &held{took: time.Since(t1), cpu: procCPU(op.Process.Pid) - op1, apiCPU: apiserverCPU() - api1, benchCPU: procCPU(os.Getpid()) - self1}
+		h.perJob = perJobSince(req1, requests(cfg), n)
+		peak, _ := residentKiB(op.Process.Pid)
+		h.rssMiB = peak / 1024
+		h.statusWrites, h.createdWrites = statusWrites(h.perJob), statusWrites(r.perJob)
+		if rep != nil {
+			rep.stopAll()
+			var jobs v1beta1.TfJobList
+			check(c.List(ctx, &jobs, client.InNamespace("bench")))
+			h.reports, h.reportEvery = rep.summary(jobs.Items), o.report
 		}
+		r.hold = h
+	} else if rep != nil {
+		rep.stopAll()
 	}
 
 	var pods corev1.PodList
@@ -386,15 +479,26 @@ func runOperator(bin string, n int) result {
 	return r
 }
 
-// watchCreated sends once on the channel for each job in namespace ns whose condition Created
-// turns true.
-func watchCreated(cfg *rest.Config, ns string, n int) <-chan struct{} {
-	out := make(chan struct{}, n)
+// perJobSince is the apiserver's requests from before to after, per job.
+func perJobSince(before, after map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d / float64(n)
+		}
+	}
+	return out
+}
+
+// watchCreated sends a job's name on the channel, once, for each job in namespace ns whose
+// condition Created turns true.
+func watchCreated(cfg *rest.Config, ns string, n int) <-chan string {
+	out := make(chan string, n)
 	var seen sync.Map
 	watch(cfg, ns, &v1beta1.TfJob{}, func(obj any) {
 		if j, ok := obj.(*v1beta1.TfJob); ok && meta.IsStatusConditionTrue(j.Status.Conditions, v1beta1.JobCreated) {
 			if _, dup := seen.LoadOrStore(j.UID, true); !dup {
-				out <- struct{}{}
+				out <- j.Name
 			}
 		}
 	})
@@ -423,7 +527,7 @@ func watch(cfg *rest.Config, ns string, obj client.Object, see func(obj any)) {
 func runFairness(bin string, n int) {
 	env, cfg, c := start()
 	defer env.Stop()
-	_, logName, stop := startOperator(bin, env, c, "tenant-a", "tenant-b")
+	_, logName, stop := startOperator(bin, env, c, nil, "tenant-a", "tenant-b")
 	defer stop()
 	ctx := context.Background()
 	created := watchCreated(cfg, "tenant-a", n)

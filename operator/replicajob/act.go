@@ -32,9 +32,10 @@ func (e *Reconciler) act(ctx context.Context, p *pass) error {
 		return e.expire(ctx, p.job)
 	}
 	if p.create {
-		if missingPods(p.replicas) {
-			e.prepareProgress(ctx, p)
-		}
+		// Every pass of a running job, not only those that create pods: after the operator
+		// restarts with a new CA, its running trainers need it in their bundle (a cache read
+		// when it is there).
+		e.prepareProgress(ctx, p)
 		created, wait, r, err := e.create(ctx, p.job, p.mem, p.cluster, p.replicas)
 		if err != nil {
 			return err
@@ -154,15 +155,6 @@ func (e *Reconciler) create(ctx context.Context, job v1beta1.Job, unseen *memory
 		return "", wait, refusal, nil
 	}
 	return fmt.Sprintf("created %s and %s", count(int(pods.Load()), "pod"), count(int(services.Load()), "service")), wait, refusal, nil
-}
-
-func missingPods(replicas []*replica) bool {
-	for _, r := range replicas {
-		if r.pod == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func count(n int, noun string) string {
