@@ -243,7 +243,15 @@ func dashboardLogs(t *testing.T, d *dash, cs kubernetes.Interface, ns string) {
 	goingOn := regexp.MustCompile(`(?m)│worker-0 step=\d+ --exit-once-file /once/` + ns + `-flaky-worker-0 exists: this replica failed on purpose before; going on$`)
 	exiting := regexp.MustCompile(`(?m)│worker-0 step=\d+ exiting with code 137 at own step 2 \(--exit-code, --exit-at-step\)$`)
 	d.open(t, "flaky")
-	d.waitFor(t, time.Minute, "flaky's replica", func(sc string) error { return want(sc, "flaky-worker-0") })
+	// Its row in the replica table: the pod's name shows earlier in the job's progress ("by
+	// flaky-worker-0"), before the table has its pods and "l" has a replica to open.
+	replicaRow := regexp.MustCompile(`(?m)^ *worker +0 +flaky-worker-0 `)
+	d.waitFor(t, time.Minute, "flaky's replica", func(sc string) error {
+		if !replicaRow.MatchString(sc) {
+			return errors.New("no row for flaky-worker-0 in the replica table")
+		}
+		return nil
+	})
 	d.press(t, "l")
 	title := "Logs " + ns + "/flaky-worker-0 · tensorflow"
 	current := podLogLines(t, cs, ns, "flaky-worker-0", false)

@@ -190,8 +190,13 @@ func (r ddpRunner) hangs(t *testing.T, workers []string) {
 	// Its own template: the workers share the master's (a YAML anchor).
 	job.Spec.ReplicaSpecs[1].Template = *job.Spec.ReplicaSpecs[1].Template.DeepCopy()
 	worker := &job.Spec.ReplicaSpecs[1].Template.Spec
+	// Both workers on one node, where the marker stays for worker 0's second life; the master on
+	// the other, so that the gradients still cross the pod network.
 	worker.NodeSelector = map[string]string{corev1.LabelHostname: workers[1]}
 	worker.TopologySpreadConstraints = nil
+	master := &job.Spec.ReplicaSpecs[0].Template.Spec
+	master.NodeSelector = map[string]string{corev1.LabelHostname: workers[0]}
+	master.TopologySpreadConstraints = nil
 	setEnv(worker, "HANG_RANK", "1", "HANG_AT_STEP", "10", "HANG_ONCE_FILE", "/once/"+ns)
 	worker.Containers[0].VolumeMounts = append(worker.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "once", MountPath: "/once"})
 	dirOrCreate := corev1.HostPathDirectoryOrCreate

@@ -452,6 +452,9 @@ func runOperator(bin string, n int, o runOptions) result {
 
 	if o.hold > 0 {
 		api1, op1, self1, t1 := apiserverCPU(), procCPU(op.Process.Pid), procCPU(os.Getpid()), time.Now()
+		if rep != nil {
+			rep.markHold()
+		}
 		time.Sleep(o.hold)
 		h := &held{took: time.Since(t1), cpu: procCPU(op.Process.Pid) - op1, apiCPU: apiserverCPU() - api1, benchCPU: procCPU(os.Getpid()) - self1}
 		h.perJob = perJobSince(req1, requests(cfg), n)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"sort"
@@ -66,11 +67,21 @@ type reporter struct {
 
 	sent, due atomic.Int64
 	mu        sync.Mutex
-	answers   map[string]int   // by status code, or the kind of error
-	latencies []time.Duration  // of the answered reports
-	accepted  map[string]int64 // each job's last accepted step
-	started   map[string]time.Time
-	stopped   time.Time
+	answers   map[string]int // by status code, or the kind of error
+	// latencies of the answered reports: from the request to its answer, and from when it had
+	// a connection (the bench's pool of reportConns is one trainer's connection in a cluster).
+	latencies, onConn []time.Duration
+	accepted          map[string]int64 // each job's last accepted step
+	started           map[string]time.Time
+	stopped           time.Time
+	mark              tally // the counts when mark was called: the hold's start
+}
+
+// tally is what was sent and how it was answered, up to a moment.
+type tally struct {
+	at      time.Time
+	sent    int64
+	answers map[string]int
 }
 
 func newReporter(cfg *rest.Config, c client.Client, ns string, op int, every time.Duration) *reporter {
@@ -200,6 +211,8 @@ func (r *reporter) post(job, token string) {
 	check(err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
+	var conn time.Time
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conn = time.Now() }}))
 	r.sent.Add(1)
 	resp, err := r.client.Do(req)
 	answer := ""
@@ -210,12 +223,12 @@ func (r *reporter) post(job, token string) {
 		resp.Body.Close()
 		answer = strconv.Itoa(resp.StatusCode)
 	}
-	took := time.Since(t0)
+	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.answers[answer]++
 	if err == nil {
-		r.latencies = append(r.latencies, took)
+		r.latencies, r.onConn = append(r.latencies, now.Sub(t0)), append(r.onConn, now.Sub(conn))
 	}
 	if answer == "204" && step > r.accepted[job] {
 		r.accepted[job] = step
@@ -238,6 +251,20 @@ func errorKind(err error) string {
 	return "error"
 }
 
+// tally is the counts now.
+func (r *reporter) tally() tally {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := tally{at: time.Now(), sent: r.sent.Load(), answers: map[string]int{}}
+	for k, v := range r.answers {
+		t.answers[k] = v
+	}
+	return t
+}
+
+// markHold notes the counts at the hold's start.
+func (r *reporter) markHold() { r.mark = r.tally() }
+
 // stopAll ends every reporter and waits for their reports in flight.
 func (r *reporter) stopAll() {
 	close(r.stop)
@@ -250,27 +277,13 @@ func (r *reporter) stopAll() {
 	}
 }
 
-// summary says what the reports were answered, and how far behind the last accepted report
-// each job's status.progress is, as listed right after the reporters stopped.
+// summary says what the reports were answered, in all and in the hold, and how far behind
+// the last accepted report each job's status.progress is, as listed right after the reporters
+// stopped.
 func (r *reporter) summary(jobs []v1beta1.TfJob) string {
+	end := r.tally()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var codes []string
-	for k := range r.answers {
-		codes = append(codes, k)
-	}
-	sort.Strings(codes)
-	var answers []string
-	for _, k := range codes {
-		answers = append(answers, fmt.Sprintf("%s: %d", k, r.answers[k]))
-	}
-	sort.Slice(r.latencies, func(i, j int) bool { return r.latencies[i] < r.latencies[j] })
-	pct := func(p float64) float64 {
-		if len(r.latencies) == 0 {
-			return 0
-		}
-		return float64(r.latencies[int(p*float64(len(r.latencies)-1))].Microseconds()) / 1000
-	}
 	with, behind, worst := 0, 0.0, 0.0
 	for _, j := range jobs {
 		p := j.Status.Progress
@@ -285,9 +298,49 @@ func (r *reporter) summary(jobs []v1beta1.TfJob) string {
 	if with > 0 {
 		behind /= float64(with)
 	}
-	return fmt.Sprintf("reports every %v from %d jobs: %d sent of %d due (a report slower than the interval skips the ticks it missed); answers %s; "+
-		"latency p50 %.1f ms, p99 %.1f ms, max %.1f ms. status.progress in %d of %d jobs right after the last report, "+
-		"behind each job's last accepted report by %.1f s on average, %.1f s at most",
-		r.every, len(r.started), r.sent.Load(), r.due.Load(), strings.Join(answers, ", "),
-		pct(0.5), pct(0.99), pct(1), with, len(jobs), behind, worst)
+	hold := end.sub(r.mark)
+	secs := r.stopped.Sub(r.mark.at).Seconds()
+	return fmt.Sprintf("reports every %v from %d jobs: %d sent of %d due (a report slower than the interval skips the ticks it missed), answers %s; "+
+		"in the hold %d sent (%.0f a second), answers %s; "+
+		"from the request to its answer p50 %s, p99 %s, max %s; from a connection of the bench's %d to the answer p50 %s, p99 %s, max %s. "+
+		"status.progress in %d of %d jobs right after the last report, behind each job's last accepted report by %.1f s on average, %.1f s at most",
+		r.every, len(r.started), end.sent, r.due.Load(), answers(end.answers), hold.sent, float64(hold.sent)/secs, answers(hold.answers),
+		pct(r.latencies, 0.5), pct(r.latencies, 0.99), pct(r.latencies, 1), reportConns, pct(r.onConn, 0.5), pct(r.onConn, 0.99), pct(r.onConn, 1),
+		with, len(jobs), behind, worst)
+}
+
+// sub is what was sent and answered between before and t.
+func (t tally) sub(before tally) tally {
+	out := tally{at: t.at, sent: t.sent - before.sent, answers: map[string]int{}}
+	for k, v := range t.answers {
+		if d := v - before.answers[k]; d > 0 {
+			out.answers[k] = d
+		}
+	}
+	return out
+}
+
+// answers writes counts by answer, in the order of the answers' names.
+func answers(m map[string]int) string {
+	var keys, out []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: %d", k, m[k]))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// pct is the p-th quantile of d, which it sorts.
+func pct(d []time.Duration, p float64) string {
+	if len(d) == 0 {
+		return "-"
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return fmt.Sprintf("%.1f ms", float64(d[int(p*float64(len(d)-1))].Microseconds())/1000)
 }

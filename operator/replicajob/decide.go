@@ -33,6 +33,8 @@ func (e *Reconciler) decide(p *pass) {
 	case !finished(s) && meta.IsStatusConditionTrue(s.Conditions, v1beta1.JobSuspended) && !resume(p):
 		return
 	}
+	// The reports so far, before the outcome: a stall is told with the last step reported.
+	e.takeProgress(p)
 	var stallLeft, settling time.Duration
 	if !finished(s) {
 		var evs []event
