@@ -65,23 +65,21 @@ type reporter struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	sent, due atomic.Int64
-	mu        sync.Mutex
-	answers   map[string]int // by status code, or the kind of error
+	// phase is what a report sent now counts in: 0 on the way to Created, 1 in the hold.
+	phase atomic.Int32
+	held  time.Time // when the hold began
+	due   int64
+
+	mu sync.Mutex
+	// sent, and the answers by status code or the kind of error, in each phase.
+	sent    [2]int64
+	answers [2]map[string]int
 	// latencies of the answered reports: from the request to its answer, and from when it had
 	// a connection (the bench's pool of reportConns is one trainer's connection in a cluster).
 	latencies, onConn []time.Duration
 	accepted          map[string]int64 // each job's last accepted step
 	started           map[string]time.Time
 	stopped           time.Time
-	mark              tally // the counts when mark was called: the hold's start
-}
-
-// tally is what was sent and how it was answered, up to a moment.
-type tally struct {
-	at      time.Time
-	sent    int64
-	answers map[string]int
 }
 
 func newReporter(cfg *rest.Config, c client.Client, ns string, op int, every time.Duration) *reporter {
@@ -91,7 +89,7 @@ func newReporter(cfg *rest.Config, c client.Client, ns string, op int, every tim
 	// runs no controller that makes it. The operator names it in the pods it creates.
 	check(client.IgnoreAlreadyExists(c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})))
 	return &reporter{every: every, ns: ns, op: op, c: c, cs: cs, epoch: time.Now(), stop: make(chan struct{}),
-		answers: map[string]int{}, accepted: map[string]int64{}, started: map[string]time.Time{}}
+		answers: [2]map[string]int{{}, {}}, accepted: map[string]int64{}, started: map[string]time.Time{}}
 }
 
 // start makes job's decider report from now on, every interval, until stopAll.
@@ -213,7 +211,10 @@ func (r *reporter) post(job, token string) {
 	req.Header.Set("Content-Type", "application/json")
 	var conn time.Time
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conn = time.Now() }}))
-	r.sent.Add(1)
+	phase := r.phase.Load()
+	r.mu.Lock()
+	r.sent[phase]++
+	r.mu.Unlock()
 	resp, err := r.client.Do(req)
 	answer := ""
 	if err != nil {
@@ -226,7 +227,7 @@ func (r *reporter) post(job, token string) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.answers[answer]++
+	r.answers[phase][answer]++
 	if err == nil {
 		r.latencies, r.onConn = append(r.latencies, now.Sub(t0)), append(r.onConn, now.Sub(conn))
 	}
@@ -251,19 +252,13 @@ func errorKind(err error) string {
 	return "error"
 }
 
-// tally is the counts now.
-func (r *reporter) tally() tally {
+// markHold makes the reports sent from now on count in the hold.
+func (r *reporter) markHold() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := tally{at: time.Now(), sent: r.sent.Load(), answers: map[string]int{}}
-	for k, v := range r.answers {
-		t.answers[k] = v
-	}
-	return t
+	r.held = time.Now()
+	r.phase.Store(1)
 }
-
-// markHold notes the counts at the hold's start.
-func (r *reporter) markHold() { r.mark = r.tally() }
 
 // stopAll ends every reporter and waits for their reports in flight.
 func (r *reporter) stopAll() {
@@ -273,15 +268,14 @@ func (r *reporter) stopAll() {
 	defer r.mu.Unlock()
 	r.stopped = time.Now()
 	for _, t := range r.started {
-		r.due.Add(int64(r.stopped.Sub(t)/r.every) + 1)
+		r.due += int64(r.stopped.Sub(t)/r.every) + 1
 	}
 }
 
-// summary says what the reports were answered, in all and in the hold, and how far behind
-// the last accepted report each job's status.progress is, as listed right after the reporters
-// stopped.
+// summary says what the reports were answered, in all and in the hold (by when they were
+// sent), and how far behind the last accepted report each job's status.progress is, as listed
+// right after the reporters stopped.
 func (r *reporter) summary(jobs []v1beta1.TfJob) string {
-	end := r.tally()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	with, behind, worst := 0, 0.0, 0.0
@@ -298,26 +292,24 @@ func (r *reporter) summary(jobs []v1beta1.TfJob) string {
 	if with > 0 {
 		behind /= float64(with)
 	}
-	hold := end.sub(r.mark)
-	secs := r.stopped.Sub(r.mark.at).Seconds()
-	return fmt.Sprintf("reports every %v from %d jobs: %d sent of %d due (a report slower than the interval skips the ticks it missed), answers %s; "+
-		"in the hold %d sent (%.0f a second), answers %s; "+
-		"from the request to its answer p50 %s, p99 %s, max %s; from a connection of the bench's %d to the answer p50 %s, p99 %s, max %s. "+
-		"status.progress in %d of %d jobs right after the last report, behind each job's last accepted report by %.1f s on average, %.1f s at most",
-		r.every, len(r.started), end.sent, r.due.Load(), answers(end.answers), hold.sent, float64(hold.sent)/secs, answers(hold.answers),
-		pct(r.latencies, 0.5), pct(r.latencies, 0.99), pct(r.latencies, 1), reportConns, pct(r.onConn, 0.5), pct(r.onConn, 0.99), pct(r.onConn, 1),
-		with, len(jobs), behind, worst)
-}
-
-// sub is what was sent and answered between before and t.
-func (t tally) sub(before tally) tally {
-	out := tally{at: t.at, sent: t.sent - before.sent, answers: map[string]int{}}
-	for k, v := range t.answers {
-		if d := v - before.answers[k]; d > 0 {
-			out.answers[k] = d
+	all := map[string]int{}
+	for _, m := range r.answers {
+		for k, v := range m {
+			all[k] += v
 		}
 	}
-	return out
+	hold := "no hold"
+	if !r.held.IsZero() {
+		secs := r.stopped.Sub(r.held).Seconds()
+		hold = fmt.Sprintf("in the hold %d sent (%.0f a second, of %.0f due), answers %s", r.sent[1], float64(r.sent[1])/secs,
+			float64(len(r.started))*secs/r.every.Seconds(), answers(r.answers[1]))
+	}
+	return fmt.Sprintf("reports every %v from %d jobs: %d sent of %d due (a report slower than the interval skips the ticks it missed), answers %s; %s; "+
+		"from the request to its answer p50 %s, p99 %s, max %s; from a connection of the bench's %d to the answer p50 %s, p99 %s, max %s. "+
+		"status.progress in %d of %d jobs right after the last report, behind each job's last accepted report by %.1f s on average, %.1f s at most",
+		r.every, len(r.started), r.sent[0]+r.sent[1], r.due, answers(all), hold,
+		pct(r.latencies, 0.5), pct(r.latencies, 0.99), pct(r.latencies, 1), reportConns, pct(r.onConn, 0.5), pct(r.onConn, 0.99), pct(r.onConn, 1),
+		with, len(jobs), behind, worst)
 }
 
 // answers writes counts by answer, in the order of the answers' names.

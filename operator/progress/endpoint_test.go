@@ -181,7 +181,9 @@ func TestReportsRefused(t *testing.T) {
 	master, _ := createJob(t, ns, "mine")
 	other, _ := createJob(t, ns, "theirs")
 	e.trust()
-	loner := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "loner"},
+	// A pod of no job, labelled as the job's: the operator's cache holds it (it keeps the pods
+	// with that label), and only its owner tells it apart.
+	loner := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "loner", Labels: map[string]string{v1beta1.LabelJobName: "mine"}},
 		Spec: corev1.PodSpec{ServiceAccountName: "default", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	jobtest.Must(t, jobtest.Client.Create(context.Background(), &loner))
 	good := token(t, ns, master, progress.Audience)
@@ -247,9 +249,17 @@ func TestReportsAreCoalesced(t *testing.T) {
 	jobtest.Must(t, err)
 	defer w.Stop()
 
-	// 100 reports in about a second, from both replicas; the limiter refuses most.
+	// 100 reports in about a second, from both replicas; the limiter refuses most. Meanwhile
+	// the worker's pod changes, and each change reconciles the job: those passes too must
+	// leave the reports for the next write.
 	accepted, last := 0, 0
+	kl := jobtest.Kubelet{T: t, NS: ns}
 	for i := range 100 {
+		if i%10 == 5 {
+			kl.Update("busy-worker-0", func(p *corev1.Pod) {
+				p.Status.Conditions = []corev1.PodCondition{{Type: "example.com/probe", Status: corev1.ConditionStatus([]string{"True", "False"}[i/10%2])}}
+			})
+		}
 		code, reply := e.post("busy", tokens[i%2], fmt.Sprintf(`{"step": %d}`, i+1))
 		switch code {
 		case 204:
