@@ -69,13 +69,14 @@ type reporter struct {
 	phase atomic.Int32
 	held  time.Time // when the hold began
 	due   int64
+	conns atomic.Int64 // connections opened
 
 	mu sync.Mutex
 	// sent, and the answers by status code or the kind of error, in each phase.
 	sent    [2]int64
 	answers [2]map[string]int
 	// latencies of the answered reports: from the request to its answer, and from when it had
-	// a connection (the bench's pool of reportConns is one trainer's connection in a cluster).
+	// one of the bench's reportConns connections (in a cluster each trainer has its own).
 	latencies, onConn []time.Duration
 	accepted          map[string]int64 // each job's last accepted step
 	started           map[string]time.Time
@@ -128,7 +129,9 @@ func (r *reporter) connect() {
 	tlsConfig := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 	addr := endpointAddr(r.op, tlsConfig)
 	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.TLSClientConfig = tlsConfig
+	// HTTP/1.1, as trainers report (the samples' Go client and Python's urllib): over HTTP/2 the
+	// bench's reports would share one connection.
+	transport.TLSClientConfig, transport.ForceAttemptHTTP2 = tlsConfig, false
 	transport.MaxIdleConns, transport.MaxIdleConnsPerHost, transport.MaxConnsPerHost = reportConns, reportConns, reportConns
 	r.client = &http.Client{Transport: transport, Timeout: 10 * time.Second}
 	r.url = "https://" + addr + progress.PathPrefix + r.ns + "/" + tfjob.Plural + "/"
@@ -210,7 +213,12 @@ func (r *reporter) post(job, token string) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	var conn time.Time
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conn = time.Now() }}))
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
+		conn = time.Now()
+		if !c.Reused {
+			r.conns.Add(1)
+		}
+	}}))
 	phase := r.phase.Load()
 	r.mu.Lock()
 	r.sent[phase]++
@@ -305,10 +313,10 @@ func (r *reporter) summary(jobs []v1beta1.TfJob) string {
 			float64(len(r.started))*secs/r.every.Seconds(), answers(r.answers[1]))
 	}
 	return fmt.Sprintf("reports every %v from %d jobs: %d sent of %d due (a report slower than the interval skips the ticks it missed), answers %s; %s; "+
-		"from the request to its answer p50 %s, p99 %s, max %s; from a connection of the bench's %d to the answer p50 %s, p99 %s, max %s. "+
+		"over %d connections opened (HTTP/1.1, at most %d at once); from the request to its answer p50 %s, p99 %s, max %s; from a connection to the answer p50 %s, p99 %s, max %s. "+
 		"status.progress in %d of %d jobs right after the last report, behind each job's last accepted report by %.1f s on average, %.1f s at most",
 		r.every, len(r.started), r.sent[0]+r.sent[1], r.due, answers(all), hold,
-		pct(r.latencies, 0.5), pct(r.latencies, 0.99), pct(r.latencies, 1), reportConns, pct(r.onConn, 0.5), pct(r.onConn, 0.99), pct(r.onConn, 1),
+		r.conns.Load(), reportConns, pct(r.latencies, 0.5), pct(r.latencies, 0.99), pct(r.latencies, 1), pct(r.onConn, 0.5), pct(r.onConn, 0.99), pct(r.onConn, 1),
 		with, len(jobs), behind, worst)
 }
 

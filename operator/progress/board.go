@@ -22,7 +22,16 @@ const WriteEvery = 10 * time.Second
 const rateWindow = 5 * time.Minute
 
 // forgetAfter is how long a job's reports are kept without a new one; its status keeps them.
-const forgetAfter = time.Hour
+// The board looks for such jobs once per forgetEvery, not at every report: at a thousand jobs
+// reporting every second, a walk of every job per report was a third of the endpoint's CPU.
+const (
+	forgetAfter = time.Hour
+	forgetEvery = time.Minute
+)
+
+// sampleEvery spaces the samples the rate is measured from: a job keeps about
+// rateWindow/sampleEvery of them, whatever its trainers' pace, not one per report.
+const sampleEvery = 10 * time.Second
 
 // Board is what the operator remembers of each job's reports, by the job's UID. It is safe for
 // concurrent use: the endpoint records, the engine reads.
@@ -33,8 +42,9 @@ type Board struct {
 	// takes the reports in.
 	Poke func(job JobRef, after time.Duration)
 
-	mu   sync.Mutex
-	jobs map[types.UID]*board
+	mu     sync.Mutex
+	jobs   map[types.UID]*board
+	forgot time.Time // when forget last looked
 }
 
 // JobRef names a job.
@@ -85,7 +95,7 @@ func (b *Board) Record(job JobRef, replica string, r Report) {
 		j.samples = nil // started again (a restart from an earlier checkpoint): a new rate
 	}
 	j.last, j.replica, j.at = r, replica, now
-	j.samples = append(trim(j.samples, now), sample{at: now, step: r.Step, epoch: deref(r.Epoch)})
+	j.samples = addSample(trim(j.samples, now), sample{at: now, step: r.Step, epoch: deref(r.Epoch)})
 	wait, poke := j.schedule(now)
 	b.forget(now)
 	b.mu.Unlock()
@@ -110,6 +120,16 @@ func (j *board) schedule(now time.Time) (time.Duration, bool) {
 	}
 }
 
+// addSample adds s as the newest sample; the one it replaces as newest stays only when it is
+// sampleEvery after the one before it.
+func addSample(samples []sample, s sample) []sample {
+	if n := len(samples); n >= 2 && samples[n-1].at.Sub(samples[n-2].at) < sampleEvery {
+		samples[n-1] = s
+		return samples
+	}
+	return append(samples, s)
+}
+
 // trim keeps the samples of the rate window, and always the newest.
 func trim(s []sample, now time.Time) []sample {
 	i := 0
@@ -121,6 +141,10 @@ func trim(s []sample, now time.Time) []sample {
 
 // forget drops the jobs that have not reported for forgetAfter. Called with mu held.
 func (b *Board) forget(now time.Time) {
+	if now.Sub(b.forgot) < forgetEvery {
+		return
+	}
+	b.forgot = now
 	for uid, j := range b.jobs {
 		if now.Sub(j.at) > forgetAfter {
 			delete(b.jobs, uid)

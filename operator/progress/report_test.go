@@ -112,6 +112,25 @@ func TestBoardEstimatesTimeLeft(t *testing.T) {
 	}
 }
 
+// A job keeps a sample per sampleEvery, not one per report: a thousand jobs reporting every
+// second for the rate's whole window would hold 300 each.
+func TestBoardKeepsFewSamples(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := &Board{Now: func() time.Time { return now }}
+	total := int64(100000)
+	for step := range int64(600) { // a report a second for 10 minutes
+		b.Record(JobRef{UID: "u"}, "p", Report{Step: step, TotalSteps: &total})
+		now = now.Add(time.Second)
+	}
+	j := b.jobs["u"]
+	if n := len(j.samples); n > int(rateWindow/sampleEvery)+2 {
+		t.Errorf("%d samples kept, want at most %d", n, int(rateWindow/sampleEvery)+2)
+	}
+	if p, _ := b.Latest("u", nil); p.StepsPerSecond != "1" {
+		t.Errorf("rate %s steps/s, want 1", p.StepsPerSecond)
+	}
+}
+
 // Reports of one job ask for a reconcile at once, then once at the end of each WriteEvery.
 func TestBoardPokesOncePerWriteEvery(t *testing.T) {
 	now := time.Unix(1000, 0)
