@@ -417,8 +417,10 @@ func wantDeciderReports(t *testing.T, s *progressServer, token, log string, tota
 	if m == nil {
 		t.Fatalf("the decider did not converge:\n%s", log)
 	}
+	// The log line's step is the global step as it printed, which a gradient applied meanwhile
+	// (the DMLC scheduler holds the parameters too) may have moved one past the judged one.
 	final, _ := strconv.ParseInt(m[1], 10, 64)
-	if last.Step != final || last.TotalSteps != total {
+	if last.Step < final-1 || last.Step > final || last.TotalSteps != total {
 		t.Errorf("last report %+v, want step %d of %d", last, final, total)
 	}
 	var names []string
