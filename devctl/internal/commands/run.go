@@ -95,12 +95,20 @@ func Run(ctx context.Context, o RunOptions, out, status io.Writer) error {
 	if o.Replace {
 		why = "--replace"
 	}
+	// --watch watches the file from before the first submit: a save made while it is submitted
+	// is not lost.
+	var changes <-chan struct{}
+	if o.Watch {
+		if changes, err = fileChanges(ctx, o.File, o.Debounce); err != nil {
+			return err
+		}
+	}
 	created, err := r.submit(ctx, job, why)
 	if err != nil {
 		return r.interrupted(ctx, nil, err)
 	}
 	if o.Watch {
-		return r.watch(ctx, created)
+		return r.watch(ctx, created, changes)
 	}
 	res, err := r.follow(ctx, created)
 	if (res == nil || !res.Ended) && ctx.Err() != nil {

@@ -17,11 +17,7 @@ import (
 // the job (with its pods, waiting until they are gone), loads the images the nodes lack and
 // submits the new one, then follows that. It ends only with ctx: Ctrl-C (nil: --watch is ended
 // that way) or --timeout (ExitTimeout).
-func (r *runner) watch(ctx context.Context, job client.Object) error {
-	changes, err := fileChanges(ctx, r.o.File, r.o.Debounce)
-	if err != nil {
-		return err
-	}
+func (r *runner) watch(ctx context.Context, job client.Object, changes <-chan struct{}) error {
 	rebuilt := r.imageChanges(ctx)
 	type followed struct {
 		res *follow.Result
