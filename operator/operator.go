@@ -163,76 +163,112 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 
-	var pods replicajob.PodMutator
-	if opts.AcceleratorConfig != "" {
-		store, err := accelerator.NewStore(opts.AcceleratorConfig, log.Log.WithName("accelerator"))
-		if err != nil {
-			return nil, fmt.Errorf("--accelerator-config: %w", err)
-		}
-		if err := mgr.Add(store); err != nil {
-			return nil, err
-		}
-		pods = store
-	}
-
-	endpoint, pokes, err := serveProgress(mgr, opts)
-	if err != nil {
+	deps := engineDeps{}
+	if deps.pods, err = acceleratorPods(mgr, opts); err != nil {
 		return nil, err
 	}
+	if deps.progress, deps.pokes, err = serveProgress(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := indexOwners(mgr); err != nil {
+		return nil, err
+	}
+	if deps.queue, err = queueOf(mgr, opts); err != nil {
+		return nil, err
+	}
+	if deps.checker, err = admittedChecker(cfg, mgr, opts); err != nil {
+		return nil, err
+	}
+	for _, fw := range Frameworks {
+		if err := addEngine(mgr, opts, fw, deps); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
 
+// engineDeps are what every framework's engine shares.
+type engineDeps struct {
+	pods     replicajob.PodMutator
+	queue    replicajob.Queue
+	checker  *admitted.Checker
+	progress *progress.Endpoint
+	pokes    map[string]chan event.GenericEvent
+}
+
+// acceleratorPods is the accelerator config's store, which mounts the host's GPU driver into
+// the pods that ask for a GPU; nil without --accelerator-config.
+func acceleratorPods(mgr manager.Manager, opts Options) (replicajob.PodMutator, error) {
+	if opts.AcceleratorConfig == "" {
+		return nil, nil
+	}
+	store, err := accelerator.NewStore(opts.AcceleratorConfig, log.Log.WithName("accelerator"))
+	if err != nil {
+		return nil, fmt.Errorf("--accelerator-config: %w", err)
+	}
+	return store, mgr.Add(store)
+}
+
+// indexOwners indexes by owner the pods, services and the frameworks' extra objects.
+func indexOwners(mgr manager.Manager) error {
 	var extraTypes []client.Object
 	for _, fw := range Frameworks {
 		if ext, ok := fw.(replicajob.Extension); ok {
 			extraTypes = append(extraTypes, ext.ExtraTypes()...)
 		}
 	}
-	if err := replicajob.IndexOwners(context.Background(), mgr, extraTypes...); err != nil {
-		return nil, err
+	return replicajob.IndexOwners(context.Background(), mgr, extraTypes...)
+}
+
+// queueOf is Kueue's integration with --kueue; nil without.
+func queueOf(mgr manager.Manager, opts Options) (replicajob.Queue, error) {
+	if !opts.Kueue {
+		return nil, nil
 	}
-	var queue replicajob.Queue
-	if opts.Kueue {
-		if err := kueue.Setup(context.Background(), mgr, v1beta1.Kinds); err != nil {
-			return nil, fmt.Errorf("--kueue: %w", err)
-		}
-		queue = kueue.Waits{Reader: mgr.GetClient()}
+	if err := kueue.Setup(context.Background(), mgr, v1beta1.Kinds); err != nil {
+		return nil, fmt.Errorf("--kueue: %w", err)
 	}
-	// Jobs the apiserver already checked against the operator's own CRDs are not checked again.
-	// Watching one namespace, the operator may read no CRD (its Role is namespaced): it then
-	// checks every job, as it does until the CRDs' first list is in.
-	var checker *admitted.Checker
-	if opts.Namespace == "" {
-		checker = &admitted.Checker{Reader: mgr.GetAPIReader()}
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return checker.Run(ctx, cfg) })); err != nil {
-			return nil, err
-		}
+	return kueue.Waits{Reader: mgr.GetClient()}, nil
+}
+
+// admittedChecker says which jobs the apiserver already checked against the operator's own
+// CRDs, so they are not checked again. Watching one namespace, the operator may read no CRD
+// (its Role is namespaced): it then checks every job, as it does until the CRDs' first list is in.
+func admittedChecker(cfg *rest.Config, mgr manager.Manager, opts Options) (*admitted.Checker, error) {
+	if opts.Namespace != "" {
+		return nil, nil
 	}
-	for _, fw := range Frameworks {
-		r := &replicajob.Reconciler{
-			Client:    mgr.GetClient(),
-			Reader:    mgr.GetAPIReader(),
-			Framework: fw,
-			Recorder:  mgr.GetEventRecorder("mlkube-operator"),
-			Pods:      pods,
-			Queue:     queue,
-		}
-		if endpoint != nil {
-			r.Progress, r.Pokes = endpoint, pokes[fw.Kind().Name]
-		}
-		if checker != nil {
-			r.Admitted = checker
-		}
-		copts := controller.Options{
-			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-			SkipNameValidation:      &opts.ManyPerProcess,
-			// Round robin across namespaces: one tenant's burst of jobs does not hold up
-			// another's (fairqueue's package comment says why not controller-runtime's queue).
-			NewQueue: fairqueue.New,
-		}
-		if err := r.SetupWithManager(mgr, copts); err != nil {
-			return nil, fmt.Errorf("setting up the %s controller: %w", fw.Kind().Name, err)
-		}
+	checker := &admitted.Checker{Reader: mgr.GetAPIReader()}
+	return checker, mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return checker.Run(ctx, cfg) }))
+}
+
+// addEngine sets up the engine's controller for one framework.
+func addEngine(mgr manager.Manager, opts Options, fw replicajob.Framework, deps engineDeps) error {
+	r := &replicajob.Reconciler{
+		Client:    mgr.GetClient(),
+		Reader:    mgr.GetAPIReader(),
+		Framework: fw,
+		Recorder:  mgr.GetEventRecorder("mlkube-operator"),
+		Pods:      deps.pods,
+		Queue:     deps.queue,
 	}
-	return mgr, nil
+	if deps.progress != nil {
+		r.Progress, r.Pokes = deps.progress, deps.pokes[fw.Kind().Name]
+	}
+	if deps.checker != nil {
+		r.Admitted = deps.checker
+	}
+	copts := controller.Options{
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		SkipNameValidation:      &opts.ManyPerProcess,
+		// Round robin across namespaces: one tenant's burst of jobs does not hold up
+		// another's (fairqueue's package comment says why not controller-runtime's queue).
+		NewQueue: fairqueue.New,
+	}
+	if err := r.SetupWithManager(mgr, copts); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", fw.Kind().Name, err)
+	}
+	return nil
 }
 
 // trimmedCache keeps in memory only what the operator owns and only the fields it reads: pods

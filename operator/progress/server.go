@@ -116,20 +116,11 @@ func target(path string) (JobRef, error) {
 	if !strings.HasPrefix(path, PathPrefix) || len(parts) != 3 || parts[0] == "" || parts[2] == "" {
 		return JobRef{}, refuse(http.StatusNotFound, "report to %s<namespace>/<plural>/<name>, the URL in MLKUBE_PROGRESS_URL", PathPrefix)
 	}
-	kind := kindOfPlural(parts[1])
-	if kind == nil {
+	kind := v1beta1.KindNamed(parts[1])
+	if kind == nil || kind.Plural != parts[1] {
 		return JobRef{}, refuse(http.StatusNotFound, "no job kind has the plural %q (%s)", parts[1], v1beta1.KindNames("or"))
 	}
 	return JobRef{Kind: kind, Namespace: parts[0], Name: parts[2]}, nil
-}
-
-func kindOfPlural(plural string) *v1beta1.Kind {
-	for _, k := range v1beta1.Kinds {
-		if k.Plural == plural {
-			return k
-		}
-	}
-	return nil
 }
 
 func (h *Handler) who(req *http.Request) (Reporter, error) {
